@@ -1,0 +1,133 @@
+/*
+ * cextend.h -- the whole C API of cextend.
+ *
+ * ffi_build.py feeds this file to cffi's cdef after dropping preprocessor
+ * lines and the C++ guard, so everything between the guards must be plain
+ * declarations cffi can parse (no macros in declarations).
+ *
+ * Conventions shared by every entry point
+ * ---------------------------------------
+ * - The return value is a status: CEXTEND_OK (0) on success; -i when
+ *   argument i (1-based, as BLAS's INFO) is illegal; CEXTEND_ERR_NOMEM when
+ *   scratch memory could not be allocated.  Nothing aborts, prints or exits.
+ *   cextend_last_error() returns the message of the last failure on the
+ *   calling thread.
+ * - Arguments are validated before any memory is touched: an illegal call
+ *   writes no output.
+ * - Sizes and leading dimensions are int64_t, in elements.
+ * - A 2-D operand is (pointer, leading dimension, transpose flag), BLAS
+ *   style, in row-major storage.  For a logical rows x cols operand A:
+ *       trans == 0:  A[i][j] = p[i * ld + j],  ld >= max(1, cols)
+ *       trans == 1:  A[i][j] = p[j * ld + i],  ld >= max(1, rows)
+ *   so a numpy C-contiguous array, its transpose, and row-sliced views of
+ *   either run without a copy.  Outputs are always trans == 0.
+ * - NULL is legal only where it means "skip" (the bias; each of dx, dw and
+ *   db; each gradient of add's backward) and for operands with zero
+ *   elements.  Anywhere else it is an illegal argument.
+ * - Outputs are fully written (beta = 0): their old contents, NaN included,
+ *   are never read.
+ */
+#ifndef CEXTEND_H
+#define CEXTEND_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    CEXTEND_OK = 0,
+    CEXTEND_ERR_NOMEM = -1000,   /* scratch allocation failed */
+    CEXTEND_ERR_CUDA = -1001,    /* a CUDA runtime call failed */
+    CEXTEND_ERR_INTERNAL = -1002 /* a bug in cextend; please report it */
+};
+
+/* The message describing the last failed call on this thread ("" if none). */
+const char *cextend_last_error(void);
+
+/* ---- Linear layer --------------------------------------------------------
+ * Forward:  y[i][j] = sum_p x[i][p] * w[j][p] + b[j]
+ *   x: n x k, w: m x k, b: m (NULL: no bias), y: n x m (ldy >= max(1, m)).
+ * Arguments: 1 n, 2 k, 3 m, 4 x, 5 ldx, 6 transx, 7 w, 8 ldw, 9 transw,
+ *            10 b, 11 y, 12 ldy.
+ */
+int cextend_linear_forward_f32(int64_t n, int64_t k, int64_t m,
+                               const float *x, int64_t ldx, int transx,
+                               const float *w, int64_t ldw, int transw,
+                               const float *b, float *y, int64_t ldy);
+int cextend_linear_forward_f64(int64_t n, int64_t k, int64_t m,
+                               const double *x, int64_t ldx, int transx,
+                               const double *w, int64_t ldw, int transw,
+                               const double *b, double *y, int64_t ldy);
+
+/* Backward of the forward above, given dy (n x m):
+ *   dx = dy . w      (n x k, NULL: skip)
+ *   dw = dy^T . x    (m x k, NULL: skip)
+ *   db = sum_i dy[i] (m,     NULL: skip)
+ * x is read only for dw and w only for dx, but both must be valid pointers
+ * whenever they hold elements.
+ * Arguments: 1 n, 2 k, 3 m, 4 dy, 5 lddy, 6 transdy, 7 x, 8 ldx, 9 transx,
+ *            10 w, 11 ldw, 12 transw, 13 dx, 14 lddx, 15 dw, 16 lddw, 17 db.
+ */
+int cextend_linear_backward_f32(int64_t n, int64_t k, int64_t m,
+                                const float *dy, int64_t lddy, int transdy,
+                                const float *x, int64_t ldx, int transx,
+                                const float *w, int64_t ldw, int transw,
+                                float *dx, int64_t lddx,
+                                float *dw, int64_t lddw, float *db);
+int cextend_linear_backward_f64(int64_t n, int64_t k, int64_t m,
+                                const double *dy, int64_t lddy, int transdy,
+                                const double *x, int64_t ldx, int transx,
+                                const double *w, int64_t ldw, int transw,
+                                double *dx, int64_t lddx,
+                                double *dw, int64_t lddw, double *db);
+
+/* ---- add: extension-ffi's example op, on count contiguous elements ------
+ * Forward:  out = a + b               (args: 1 count, 2 a, 3 b, 4 out)
+ * Backward: grad_a = grad_b = grad_out (args: 1 count, 2 grad_out,
+ *           3 grad_a, 4 grad_b; each gradient NULL: skip)
+ * out may be a or b exactly (in place); partial overlaps are not supported.
+ */
+int cextend_add_forward_f32(int64_t count, const float *a, const float *b, float *out);
+int cextend_add_forward_f64(int64_t count, const double *a, const double *b, double *out);
+int cextend_add_backward_f32(int64_t count, const float *grad_out, float *grad_a, float *grad_b);
+int cextend_add_backward_f64(int64_t count, const double *grad_out, double *grad_a, double *grad_b);
+
+/* ---- mul_constant: out = x * c, on count contiguous elements ------------
+ * Forward args:  1 count, 2 x, 3 c, 4 out.
+ * Backward args: 1 count, 2 grad_out, 3 c, 4 grad_x  (grad_x = grad_out * c)
+ * c may be any value; NaN and Inf propagate as IEEE arithmetic says.
+ */
+int cextend_mul_constant_forward_f32(int64_t count, const float *x, float c, float *out);
+int cextend_mul_constant_forward_f64(int64_t count, const double *x, double c, double *out);
+int cextend_mul_constant_backward_f32(int64_t count, const float *grad_out, float c, float *grad_x);
+int cextend_mul_constant_backward_f64(int64_t count, const double *grad_out, double c, double *grad_x);
+
+/* ---- global max pool over planes of plane_size contiguous elements ------
+ * For an (N, C, H, W) input: planes = N*C, plane_size = H*W.
+ * Forward:  values[p] = max of plane p, indices[p] = its flat index within
+ *           the plane; on ties the lowest index wins, and the first NaN wins
+ *           (as numpy's argmax).  plane_size must be >= 1 when planes > 0.
+ *           Args: 1 planes, 2 plane_size, 3 x, 4 values, 5 indices.
+ * Backward: grad_x = 0 except grad_x[p][indices[p]] = grad_values[p].
+ *           Every index must lie in [0, plane_size); they are all checked
+ *           before grad_x is written.
+ *           Args: 1 planes, 2 plane_size, 3 grad_values, 4 indices, 5 grad_x.
+ */
+int cextend_global_max_pool_forward_f32(int64_t planes, int64_t plane_size,
+                                        const float *x, float *values, int64_t *indices);
+int cextend_global_max_pool_forward_f64(int64_t planes, int64_t plane_size,
+                                        const double *x, double *values, int64_t *indices);
+int cextend_global_max_pool_backward_f32(int64_t planes, int64_t plane_size,
+                                         const float *grad_values, const int64_t *indices,
+                                         float *grad_x);
+int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
+                                         const double *grad_values, const int64_t *indices,
+                                         double *grad_x);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CEXTEND_H */

@@ -1,0 +1,93 @@
+/*
+ * internal.h -- helpers shared by cextend's C sources; not part of the API.
+ *
+ * Internal symbols are prefixed cx_ and hidden from the shared object, so
+ * the only exported names are the cextend_ entry points of cextend.h.
+ */
+#ifndef CEXTEND_INTERNAL_H
+#define CEXTEND_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cextend.h"
+
+#if defined(__GNUC__)
+#define CX_INTERNAL __attribute__((visibility("hidden")))
+#define CX_PRINTF(fmt_pos, args_pos) __attribute__((format(printf, fmt_pos, args_pos)))
+#else
+#define CX_INTERNAL
+#define CX_PRINTF(fmt_pos, args_pos)
+#endif
+
+/* Record "fn: message" as this thread's last error and return status. */
+CX_INTERNAL int cx_fail(int status, const char *fn, const char *fmt, ...) CX_PRINTF(3, 4);
+
+/* Argument `pos` (1-based) named `name` of `fn` is illegal: returns -pos. */
+CX_INTERNAL int cx_illegal(const char *fn, int pos, const char *name, const char *fmt, ...)
+    CX_PRINTF(4, 5);
+
+/* A size argument must be >= 0. Returns 0 or -pos. */
+CX_INTERNAL int cx_check_size(const char *fn, int pos, const char *name, int64_t value);
+
+/*
+ * A rows x cols operand described BLAS-style (see cextend.h).  Checks, in
+ * this order: the transpose flag is 0 or 1 (trans_pos 0 means the operand
+ * has no flag and is never transposed); the pointer is non-NULL if the
+ * operand holds elements (nullable: NULL means "skip" and is accepted);
+ * the leading dimension covers a stored row; the byte span of the operand
+ * fits in a ptrdiff_t.  Returns 0 or minus the position of the bad argument.
+ */
+CX_INTERNAL int cx_check_matrix(const char *fn, const char *name, int nullable,
+                                const void *ptr, int ptr_pos,
+                                int64_t rows, int64_t cols,
+                                int64_t ld, int ld_pos, const char *ld_name,
+                                int trans, int trans_pos, const char *trans_name,
+                                size_t elem_size);
+
+/* A vector of count contiguous elements; same rules as cx_check_matrix.
+ * An overflowing byte count is blamed on count_pos (the size argument). */
+CX_INTERNAL int cx_check_vector(const char *fn, const char *name, int nullable,
+                                const void *ptr, int ptr_pos,
+                                int64_t count, int count_pos, const char *count_name,
+                                size_t elem_size);
+
+/* Strides (in elements) of the logical element [i][j] of a BLAS-style operand. */
+static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_t *col_stride)
+{
+    *row_stride = trans ? 1 : ld;
+    *col_stride = trans ? ld : 1;
+}
+
+/*
+ * The GEMM behind every Linear product, one per dtype:
+ *     C[i][j] = sum_p A[i][p] * B[p][j]  (+ bias[j] if bias != NULL)
+ * for i < M, j < N, p < K, with A[i][p] = a[i*rsa + p*csa],
+ * B[p][j] = b[p*rsb + j*csb], C[i][j] = c[i*ldc + j].  beta = 0: C is
+ * only written.  Callers have validated every argument; M, N, K may be 0.
+ * Returns CEXTEND_OK or CEXTEND_ERR_NOMEM.
+ */
+CX_INTERNAL int cx_gemm_f32(int64_t M, int64_t N, int64_t K,
+                            const float *a, int64_t rsa, int64_t csa,
+                            const float *b, int64_t rsb, int64_t csb,
+                            const float *bias, float *c, int64_t ldc);
+CX_INTERNAL int cx_gemm_f64(int64_t M, int64_t N, int64_t K,
+                            const double *a, int64_t rsa, int64_t csa,
+                            const double *b, int64_t rsb, int64_t csb,
+                            const double *bias, double *c, int64_t ldc);
+
+/* sums[j] = sum_i A[i][j] for an M x N operand A[i][j] = a[i*rs + j*cs]. */
+CX_INTERNAL void cx_column_sums_f32(int64_t M, int64_t N, const float *a,
+                                    int64_t rs, int64_t cs, float *sums);
+CX_INTERNAL void cx_column_sums_f64(int64_t M, int64_t N, const double *a,
+                                    int64_t rs, int64_t cs, double *sums);
+
+/* Token pasting for the generic/ sources, which are compiled once per dtype
+ * with REAL (the element type) and SFX (f32 or f64) defined. */
+#define CX_PASTE_(a, b) a##_##b
+#define CX_PASTE(a, b) CX_PASTE_(a, b)
+#define CX_FN(name) CX_PASTE(name, SFX)
+#define CX_STR_(x) #x
+#define CX_STR(x) CX_STR_(x)
+
+#endif /* CEXTEND_INTERNAL_H */

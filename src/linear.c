@@ -1,0 +1,14 @@
+/* linear.c -- instantiates generic/linear.c once per dtype (TH's generic/ pattern). */
+#include "internal.h"
+
+#define REAL float
+#define SFX f32
+#include "generic/linear.c"
+#undef REAL
+#undef SFX
+
+#define REAL double
+#define SFX f64
+#include "generic/linear.c"
+#undef REAL
+#undef SFX
