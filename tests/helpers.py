@@ -1,0 +1,65 @@
+"""Shared test helpers: the float64 references, error bounds, layouts.
+
+One sample-input generator feeds every kernel test: `layouts` yields the
+same values in every memory layout a user can hand us.
+"""
+import numpy as np
+
+DTYPES = (np.float32, np.float64)
+
+
+def unit_roundoff(dtype):
+    return np.finfo(dtype).eps / 2
+
+
+def poisoned(shape, dtype):
+    """An output buffer full of NaN: any element a kernel forgets stays NaN."""
+    return np.full(shape, np.nan, dtype=dtype)
+
+
+def assert_product_close(ours, a, b, dtype, bias=None, c=4.0):
+    """ours ~= a @ b (+ bias) within the reduction-scaled bound of DESIGN.md:
+
+        |ours - ref| <= c * K * u * (|a| |b|)  (+ c * u * |bias|)
+
+    elementwise, with ref computed in float64 from the same (exactly
+    representable) inputs and u the unit roundoff of `dtype`.
+    """
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    ref = a64 @ b64
+    k = a64.shape[-1]
+    u = unit_roundoff(dtype)
+    bound = c * max(k, 1) * u * (np.abs(a64) @ np.abs(b64))
+    if bias is not None:
+        ref = ref + np.asarray(bias, np.float64)
+        bound = bound + c * u * np.abs(np.asarray(bias, np.float64))
+    ours = np.asarray(ours)
+    assert ours.shape == ref.shape, (ours.shape, ref.shape)
+    assert ours.dtype == np.dtype(dtype)
+    assert not np.isnan(ours).any(), "kernel left NaN (unwritten or wrong) elements"
+    err = np.abs(ours.astype(np.float64) - ref)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape) if err.size else None
+    assert np.all(err <= bound), "error %g > bound %g at %s" % (err[worst], bound[worst], worst)
+
+
+def layouts(a):
+    """(name, view) pairs: `a`'s values in every layout the kernels must read.
+
+    Contiguous, Fortran (transposed storage), row-sliced (a leading dimension
+    larger than the row), transposed with padding, column-sliced and
+    negative-stride (both must be copied by the bridge, not misread).
+    """
+    a = np.asarray(a)
+    rows, cols = a.shape
+    yield "contiguous", a.copy()
+    yield "fortran", np.asfortranarray(a)
+    tall = np.full((2 * rows, cols), np.nan, a.dtype)
+    tall[::2] = a
+    yield "row_sliced", tall[::2]
+    padded = np.full((cols, rows + 5), np.nan, a.dtype)
+    padded[:, :rows] = a.T
+    yield "transposed_padded", padded[:, :rows].T
+    wide = np.full((rows, 2 * cols), np.nan, a.dtype)
+    wide[:, ::2] = a
+    yield "column_sliced", wide[:, ::2]
+    yield "negative_strides", a[::-1, ::-1].copy()[::-1, ::-1]
