@@ -1,0 +1,57 @@
+"""cextend's dtypes: thin names over numpy dtypes, spelled as torch spells them.
+
+`cextend.float32 is cextend.float`, `cextend.float64 is cextend.double`,
+`cextend.int64 is cextend.long`.  Anywhere a dtype is accepted, a numpy
+dtype or type (np.float64, "float32", Python's float = float64) works too.
+"""
+import numpy as np
+
+
+class dtype:
+    """A tensor element type; `.numpy` is the numpy dtype behind it."""
+
+    __slots__ = ("name", "numpy", "is_floating_point", "itemsize")
+
+    def __init__(self, name, numpy_dtype):
+        self.name = name
+        self.numpy = np.dtype(numpy_dtype)
+        self.is_floating_point = self.numpy.kind == "f"
+        self.itemsize = self.numpy.itemsize
+
+    def __repr__(self):
+        return "cextend." + self.name
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+float16 = half = dtype("float16", np.float16)
+float32 = float = dtype("float32", np.float32)
+float64 = double = dtype("float64", np.float64)
+int32 = int = dtype("int32", np.int32)
+int64 = long = dtype("int64", np.int64)
+uint8 = dtype("uint8", np.uint8)
+bool = dtype("bool", np.bool_)
+
+_BY_NUMPY = {d.numpy: d for d in (float16, float32, float64, int32, int64, uint8, bool)}
+DEFAULT_FLOAT = float32
+
+
+def from_numpy(numpy_dtype):
+    """Our dtype for a numpy dtype; TypeError for one cextend does not hold."""
+    numpy_dtype = np.dtype(numpy_dtype)
+    found = _BY_NUMPY.get(numpy_dtype.newbyteorder("=") if not numpy_dtype.isnative else numpy_dtype)
+    if found is None:
+        raise TypeError("cextend tensors hold float16/32/64, int32/64, uint8 or bool, "
+                        "not %s" % numpy_dtype)
+    return found
+
+
+def as_dtype(value):
+    """Normalise anything dtype-like (ours, numpy's, a name, a Python type)."""
+    if isinstance(value, dtype):
+        return value
+    try:
+        return from_numpy(np.dtype(value))
+    except TypeError:
+        raise TypeError("dtype must be a cextend dtype (e.g. cextend.float64), got %r" % (value,)) from None

@@ -1,0 +1,8 @@
+"""Reverse-mode automatic differentiation: Function, backward, grad, gradcheck."""
+from cextend.autograd.engine import backward, grad
+from cextend.autograd.function import Function, once_differentiable
+from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from cextend.autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
+
+__all__ = ["Function", "once_differentiable", "backward", "grad", "gradcheck", "gradgradcheck",
+           "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]

@@ -1,0 +1,258 @@
+"""The reverse-mode engine behind Tensor.backward, autograd.backward and grad.
+
+From the roots, find every node the gradients must pass through, count
+each node's incoming edges, then run nodes whose gradients are complete,
+most recently created first (Kahn's algorithm on a heap).  Each node's
+results are checked against its forward inputs (count, type, shape; a
+broadcastable shape is summed back, a dtype is cast) in one place, here.
+With `inputs` given, only nodes on a path to them run, and gradients are
+captured there instead of accumulated into leaves.
+"""
+import heapq
+
+import numpy as np
+
+from cextend.autograd import grad_mode
+from cextend.autograd.graph import AccumulateGrad, accumulate_into, gradient_edge
+
+UNDEFINED = object()     # a root gradient that is "undefined" (None), for gradcheck
+
+
+def _as_tuple(value):
+    if value is None:
+        return ()
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,)
+
+
+def _root_gradients(tensors, grads, Tensor, ones_like):
+    if len(grads) != len(tensors):
+        raise RuntimeError("got %d tensors and %d gradients" % (len(tensors), len(grads)))
+    roots = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if not isinstance(t, Tensor):
+            raise TypeError("element %d of tensors is a %s, not a Tensor" % (i, type(t).__name__))
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError("element %d of tensors does not require grad and does not have a grad_fn" % i)
+        if g is UNDEFINED:
+            g = None
+        elif g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = ones_like(t)
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError("gradient %d must be a Tensor or None, got %s" % (i, type(g).__name__))
+            if g.shape != t.shape:
+                raise RuntimeError("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] "
+                                   "has a shape of %s" % (i, g.shape, i, t.shape))
+        roots.append((edge, g))
+    return roots
+
+
+def _discover(root_nodes):
+    """All nodes reachable from the roots, and each one's children."""
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    order = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return order
+
+
+def _needed(order, targets):
+    """Nodes on a path to a capture target (all nodes when there are none)."""
+    if targets is None:
+        return set(order)
+    reachable = set(order)
+    needed = {t for t in targets if t in reachable}
+    # A node is needed if any child is: iterate to a fixed point over the
+    # discovery order reversed (children mostly come later, so this is fast).
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(order):
+            if node not in needed and any(c in needed for c, _ in node.next_functions if c is not None):
+                needed.add(node)
+                changed = True
+    return needed
+
+
+def _is_expandable(shape, target):
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+def _validate(node, grads, Tensor):
+    """Make each gradient fit its forward input (shape, dtype), or raise."""
+    checked = []
+    for i, (g, meta) in enumerate(zip(grads, node._input_meta or (None,) * len(grads))):
+        if g is None or meta is None:
+            checked.append(g)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
+                            % (node.name(), type(g).__name__, i))
+        shape, dtype = meta
+        if g.shape != shape:
+            if not _is_expandable(shape, g.shape):
+                raise RuntimeError("Function %s returned an invalid gradient at index %d - got %s but "
+                                   "expected shape compatible with %s"
+                                   % (node.name(), i, list(g.shape), list(shape)))
+            g = g._sum_to(shape)
+        if g._data.dtype != dtype:
+            g = g.to(dtype)
+        checked.append(g)
+    return checked
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if grad_mode.is_grad_enabled():
+        return a + b
+    from cextend.tensor import _wrap
+    return _wrap(a._data + b._data)
+
+
+def execute(roots, retain_graph, create_graph, capture=None):
+    """Run the graph from roots [((node, nr), grad)].
+
+    capture: None to accumulate into leaves, or a list of edges whose
+    total incoming gradient is returned (leaves' .grad untouched).
+    """
+    from cextend.tensor import Tensor
+    root_nodes = []
+    buffers = {}
+    for (node, nr), g in roots:
+        buf = buffers.setdefault(node, [None] * node.num_outputs)
+        buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
+        if node not in root_nodes:
+            root_nodes.append(node)
+    order = _discover(root_nodes)
+    target_nodes = None if capture is None else {node for node, _ in capture}
+    needed = _needed(order, target_nodes)
+    dependencies = dict.fromkeys(needed, 0)
+    for node in needed:
+        for child, _ in node.next_functions:
+            if child in dependencies:
+                dependencies[child] += 1
+    ready = [(-n._seq, n._seq, n) for n in root_nodes if n in needed and dependencies[n] == 0]
+    heapq.heapify(ready)
+    captured = {}
+    previous_mode = grad_mode.is_grad_enabled()
+    grad_mode._set_enabled(create_graph)
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * node.num_outputs
+            if target_nodes is not None and node in target_nodes:
+                for nr, g in enumerate(grads):
+                    captured[(node, nr)] = g
+            if node._retained:
+                _retain_grads(node, grads)
+            runs = capture is None or (not isinstance(node, AccumulateGrad) and
+                                       any(c in needed for c, _ in node.next_functions))
+            if runs:
+                results = _validate(node, node.apply(grads), Tensor)
+                if not retain_graph:
+                    node._release()
+            else:
+                results = ()
+            for (child, nr), g in zip(node.next_functions, results):
+                if child is None or child not in dependencies:
+                    continue
+                if g is not None:
+                    buf = buffers.setdefault(child, [None] * child.num_outputs)
+                    buf[nr] = _add(buf[nr], g)
+            for child, _ in node.next_functions:
+                if child in dependencies:
+                    dependencies[child] -= 1
+                    if dependencies[child] == 0:
+                        heapq.heappush(ready, (-child._seq, child._seq, child))
+    finally:
+        grad_mode._set_enabled(previous_mode)
+    if capture is None:
+        return None
+    return [captured.get(edge) for edge in capture]
+
+
+def _retain_grads(node, grads):
+    for nr, refs in node._retained.items():
+        g = grads[nr]
+        for ref in refs:
+            tensor = ref()
+            if tensor is not None and g is not None:
+                accumulate_into(tensor, g)
+
+
+def _ones_like(t):
+    from cextend.tensor import _wrap
+    return _wrap(np.ones(t.shape, t._data.dtype))
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaf) into each leaf's .grad (or only into `inputs`)."""
+    from cextend.tensor import Tensor
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors) or (None,) * len(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_gradients(tensors, grad_tensors, Tensor, _ones_like)
+    if inputs is None:
+        execute(roots, retain_graph, create_graph)
+        return
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    edges = _input_edges(inputs, Tensor)
+    with grad_mode.set_grad_enabled(create_graph):
+        for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
+            accumulate_into(t, g)
+
+
+def _input_edges(inputs, Tensor):
+    edges = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError("input %d is a %s, not a Tensor" % (i, type(t).__name__))
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        edges.append(edge)
+    return edges
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, as a tuple (no .grad is touched)."""
+    from cextend.tensor import Tensor
+    if is_grads_batched:
+        raise NotImplementedError("cextend.autograd.grad does not support is_grads_batched=True")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    grad_outputs = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_gradients(outputs, grad_outputs, Tensor, _ones_like)
+    results = execute(roots, retain_graph, create_graph, capture=_input_edges(inputs, Tensor))
+    final = []
+    for t, g in zip(inputs, results):
+        if g is None:
+            if materialize_grads:
+                g = t.new_zeros(t.shape)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in "
+                                   "the graph. Set allow_unused=True if this is the desired behavior.")
+        final.append(g)
+    return tuple(final)

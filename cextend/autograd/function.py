@@ -1,0 +1,245 @@
+"""Function: a differentiable op with static forward/backward and a ctx.
+
+    class MulConstant(Function):
+        @staticmethod
+        def forward(ctx, tensor, constant):
+            ctx.constant = constant
+            return tensor * constant
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.constant, None
+
+`MulConstant.apply(x, 2.0)` runs forward with history recording off and,
+if any Tensor input requires grad, makes the ctx (an instance of the
+generated node class `MulConstantBackward`) the outputs' grad_fn.
+"""
+import functools
+
+from cextend.autograd import grad_mode
+from cextend.autograd.graph import Node, gradient_edge
+
+_INPLACE_LEAF_ERROR = ("a leaf Variable that requires grad is being used in an in-place operation; "
+                       "wrap it in `with cextend.no_grad():` or modify .data")
+
+
+class BackwardCFunction(Node):
+    """The ctx handed to forward/backward, and the backward node in the graph."""
+
+    _forward_cls = None
+
+    def __init__(self):
+        super().__init__()
+        self.to_save = None
+        self._saved = None
+        self._saved_versions = None
+        self._freed = False
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._output_meta = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+
+    @property
+    def num_outputs(self):
+        return len(self._output_meta)
+
+    # -- the ctx API ------------------------------------------------------
+    def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; modifying one in place later
+        makes backward raise instead of computing a wrong gradient."""
+        from cextend.tensor import Tensor
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save Tensors or None, but argument %d "
+                                "is of type %s" % (i, type(t).__name__))
+        self.to_save = tensors
+
+    def mark_dirty(self, *tensors):
+        """Declare the inputs forward modified in place (and returns)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        """Declare outputs that never carry a gradient (e.g. argmax indices)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        """If False, backward receives None (not zeros) for outputs without a gradient."""
+        self.materialize_grads = bool(value)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward.")
+        if self._saved is None:
+            return tuple(self.to_save or ())
+        for t, version in zip(self._saved, self._saved_versions):
+            if t is not None and t._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    "inplace operation: [%s %s]%s, is at version %d; expected version %d instead. "
+                    "Hint: clone() the tensor before modifying it in place."
+                    % (t.dtype.name, list(t.shape),
+                       ", which is output %d of %s" % (t._output_nr, t._grad_fn.name())
+                       if t._grad_fn is not None else "", t._version, version))
+        return self._saved
+
+    # -- the node API -----------------------------------------------------
+    def apply(self, grads):
+        if self.materialize_grads:
+            grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
+        result = self._forward_cls.backward(self, *grads)
+        return _normalize_gradients(self, result)
+
+    def _release(self):
+        if self._saved is not None:
+            self._saved = None
+            self._freed = True
+
+
+def _zeros(meta):
+    import numpy as np
+    from cextend.tensor import _wrap
+    shape, dtype = meta
+    return _wrap(np.zeros(shape, dtype))
+
+
+def _normalize_gradients(node, result):
+    """One gradient per forward argument: extra trailing Nones are dropped,
+    anything else that does not line up is an error naming the function."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    expected = len(node.next_functions)
+    if len(result) > expected and all(g is None for g in result[expected:]):
+        result = result[:expected]
+    if len(result) != expected:
+        raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+                           % (node.name(), expected, len(result)))
+    for i, (g, meta) in enumerate(zip(result, node._input_meta)):
+        if g is not None and meta is None:
+            raise RuntimeError("function %s returned a gradient different than None at position %d, "
+                               "but the corresponding forward input was not a Tensor"
+                               % (node.name(), i + 1))
+    return result
+
+
+class Function:
+    """Base class for differentiable ops; subclass with static forward/backward."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = type(cls.__name__ + "Backward", (BackwardCFunction,),
+                                 {"_forward_cls": cls, "__module__": cls.__module__})
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("You must implement the forward function for a custom Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement the backward function for a custom Function.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if kwargs:
+            raise TypeError("%s.apply() takes positional arguments only, got keyword(s) %s"
+                            % (cls.__name__, ", ".join(sorted(kwargs))))
+        from cextend.tensor import Tensor
+        ctx = cls._backward_cls()
+        grad_enabled = grad_mode.is_grad_enabled()
+        needs = tuple(grad_enabled and isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        if grad_enabled:
+            grad_mode._set_enabled(False)
+            try:
+                outputs = cls.forward(ctx, *args)
+            finally:
+                grad_mode._set_enabled(True)
+        else:
+            outputs = cls.forward(ctx, *args)
+        return _wrap_outputs(ctx, args, outputs, any(needs), Tensor)
+
+
+def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
+    """Connect forward's outputs to the graph through ctx (if any input needs grad)."""
+    is_tuple = isinstance(outputs, tuple)
+    outs = outputs if is_tuple else (outputs,)
+    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    dirty = {id(t) for t in ctx._dirty}
+    non_diff = {id(t) for t in ctx._non_differentiable}
+    if requires_grad:
+        ctx.next_functions = tuple((gradient_edge(a) or (None, 0)) if need else (None, 0)
+                                   for a, need in zip(args, ctx.needs_input_grad))
+        ctx._input_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
+                                for a in args)
+    result = []
+    meta = []
+    for i, out in enumerate(outs):
+        if not isinstance(out, Tensor):
+            result.append(out)
+            meta.append(None)
+            continue
+        if id(out) in dirty:
+            _check_inplace(out, requires_grad or out._requires_grad)
+            out._bump_version()
+        elif id(out) in input_ids:
+            out = out._alias()      # returning an input unchanged: a new Tensor, same storage
+        if requires_grad and id(out) not in non_diff and out.dtype.is_floating_point:
+            out._grad_fn = ctx
+            out._output_nr = i
+            out._requires_grad = True
+        meta.append((out._data.shape, out._data.dtype))
+        result.append(out)
+    ctx._output_meta = tuple(m if m is not None else ((), None) for m in meta)
+    if requires_grad and ctx.to_save is not None:
+        ctx._saved = ctx.to_save
+        ctx._saved_versions = tuple(t._version if t is not None else 0 for t in ctx.to_save)
+    ctx.to_save = None if requires_grad else ctx.to_save
+    return tuple(result) if is_tuple else result[0]
+
+
+def _check_inplace(tensor, records_history):
+    """In-place changes the graph cannot account for raise instead of giving wrong gradients."""
+    if not (grad_mode.is_grad_enabled() and records_history):
+        return
+    if tensor._grad_fn is None and tensor._requires_grad:
+        raise RuntimeError(_INPLACE_LEAF_ERROR)
+    if tensor._base is not None and (tensor._requires_grad or tensor._base._requires_grad):
+        raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
+                           "supported by cextend; use the out-of-place op instead")
+
+
+def once_differentiable(backward):
+    """Decorate a backward that is not itself differentiable: it runs with
+    history off, and a double backward through its results raises."""
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        from cextend.tensor import Tensor
+        with grad_mode.no_grad():
+            result = backward(ctx, *grads)
+        history = [g for g in grads if isinstance(g, Tensor) and g._requires_grad]
+        if not (grad_mode.is_grad_enabled() and history):
+            return result
+        outs = result if isinstance(result, tuple) else (result,)
+        wrapped = tuple(_DelayedError.apply(g, *history) if isinstance(g, Tensor) else g for g in outs)
+        return wrapped if isinstance(result, tuple) else wrapped[0]
+    return wrapper
+
+
+class _DelayedError(Function):
+    """Passes a once_differentiable result through, connected to the grads
+    it was computed from, so differentiating it again raises."""
+
+    @staticmethod
+    def forward(ctx, result, *history):
+        return result._alias()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
