@@ -1,0 +1,9 @@
+"""Neural-network layers on cextend's autograd and C kernels."""
+from cextend.nn import functional
+from cextend.nn.layers import (CrossEntropyLoss, Identity, Linear, MSELoss, NLLLoss, ReLU, Sequential,
+                               Sigmoid, Tanh)
+from cextend.nn.module import Module
+from cextend.nn.parameter import Parameter
+
+__all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Sequential",
+           "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional"]

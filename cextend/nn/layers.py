@@ -1,0 +1,127 @@
+"""Layers: Linear (on the C kernels), activations, Sequential, losses."""
+import math
+from collections import OrderedDict
+
+from cextend import _factories
+from cextend.autograd.grad_mode import no_grad
+from cextend.nn import functional as F
+from cextend.nn.module import Module
+from cextend.nn.parameter import Parameter
+
+
+class Linear(Module):
+    """y = x W^T + b for x of shape (*, in_features), on cextend's C kernels.
+
+    Initialised as torch's: weight and bias uniform in +-1/sqrt(in_features).
+    """
+
+    def __init__(self, in_features, out_features, bias=True, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(_factories.empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_factories.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+        with no_grad():
+            self.weight.uniform_(-bound, bound)
+            if self.bias is not None:
+                self.bias.uniform_(-bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return "in_features=%d, out_features=%d, bias=%s" % (
+            self.in_features, self.out_features, self.bias is not None)
+
+
+class ReLU(Module):
+    def forward(self, input):
+        return input.relu()
+
+
+class Tanh(Module):
+    def forward(self, input):
+        return input.tanh()
+
+
+class Sigmoid(Module):
+    def forward(self, input):
+        return input.sigmoid()
+
+
+class Identity(Module):
+    def forward(self, input):
+        return input
+
+
+class Sequential(Module):
+    """Modules applied in order; Sequential(a, b) or Sequential(OrderedDict(...))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(modules):
+                self.add_module(str(i), module)
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, index):
+        modules = list(self._modules.values())
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[index]))
+        return modules[index]
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, self.reduction)
+
+    def extra_repr(self):
+        return "reduction=%s" % self.reduction if self.reduction != "mean" else ""
+
+
+class CrossEntropyLoss(Module):
+    """Softmax cross-entropy from logits (N, C) and int64 class indices (N,)."""
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, self.reduction)
+
+
+class NLLLoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.reduction)

@@ -1,0 +1,19 @@
+"""Parameter: a Tensor that a Module registers as one of its parameters."""
+import numpy as np
+
+from cextend.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """Parameter(data=None, requires_grad=True): shares data's storage."""
+
+    def __init__(self, data=None, requires_grad=True):
+        array = np.empty(0, np.float32) if data is None else data._data
+        self._init(array, False)
+        self.requires_grad = requires_grad
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __reduce_ex__(self, protocol):
+        return (Parameter, (Tensor.detach(self), self.requires_grad))
