@@ -539,6 +539,9 @@ class Tensor:
         if self._records_history(other):
             from cextend.autograd.function import _check_inplace
             _check_inplace(self, True)
+            if getattr(function, "needs_original", False) and isinstance(other, Tensor) \
+                    and other._requires_grad:
+                return function.apply(self, other, self.clone())
             return function.apply(self, other)
         ufunc(self._data, other._data if isinstance(other, Tensor) else other,
               out=self._data, casting="same_kind")

@@ -12,9 +12,10 @@ class LinearFunction(Function):
 
     @staticmethod
     def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
+        x, w = data(input, "input"), data(weight, "weight")
         b = None if bias is None else data(bias, "bias")
-        return wrap(ops.linear_forward(data(input, "input"), data(weight, "weight"), b))
+        ctx.save_for_backward(input, weight, bias)
+        return wrap(ops.linear_forward(x, w, b))
 
     @staticmethod
     def backward(ctx, grad_output):

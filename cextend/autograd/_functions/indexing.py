@@ -58,8 +58,11 @@ class IndexPut(Function):
     def backward(ctx, g):
         grad_a = grad_value = None
         if ctx.needs_input_grad[0]:
-            grad_a = g.clone()
-            grad_a._data[ctx.key] = 0
+            # The overwritten elements get no gradient: a constant mask keeps
+            # this differentiable with respect to g.
+            keep = np.ones(g.shape, g._data.dtype)
+            keep[ctx.key] = 0
+            grad_a = g * wrap(keep)
         if ctx.needs_input_grad[2]:
             grad_value = g[ctx.key]
         return grad_a, None, grad_value

@@ -7,7 +7,7 @@ plain numpy path when no history is being recorded.)
 import numpy as np
 
 from cextend.autograd.function import Function
-from cextend.autograd._functions._util import raw, wrap
+from cextend.autograd._functions._util import raw
 
 
 def _inplace(ctx, a, ufunc, b):
@@ -37,9 +37,13 @@ class SubInplace(Function):
 
 
 class MulInplace(Function):
+    """a *= b.  `original` is a recorded clone of a's old value (given when b
+    needs a gradient), so d(grad_b)/d(a) survives a double backward."""
+
+    needs_original = True
+
     @staticmethod
-    def forward(ctx, a, b):
-        original = wrap(a._data.copy()) if ctx.needs_input_grad[1] else None
+    def forward(ctx, a, b, original=None):
         ctx.scalar = b
         ctx.save_for_backward(original, b if not isinstance(b, (int, float)) else None)
         return _inplace(ctx, a, np.multiply, b)
@@ -49,13 +53,16 @@ class MulInplace(Function):
         original, b = ctx.saved_tensors
         b = ctx.scalar if b is None else b
         return (g * b if ctx.needs_input_grad[0] else None,
-                g * original if ctx.needs_input_grad[1] else None)
+                g * original if ctx.needs_input_grad[1] else None, None)
 
 
 class DivInplace(Function):
+    """a /= b, with `original` as for MulInplace."""
+
+    needs_original = True
+
     @staticmethod
-    def forward(ctx, a, b):
-        original = wrap(a._data.copy()) if ctx.needs_input_grad[1] else None
+    def forward(ctx, a, b, original=None):
         ctx.scalar = b
         ctx.save_for_backward(original, b if not isinstance(b, (int, float)) else None)
         return _inplace(ctx, a, np.true_divide, b)
@@ -65,7 +72,7 @@ class DivInplace(Function):
         original, b = ctx.saved_tensors
         b = ctx.scalar if b is None else b
         return (g / b if ctx.needs_input_grad[0] else None,
-                -g * original / (b * b) if ctx.needs_input_grad[1] else None)
+                -g * original / (b * b) if ctx.needs_input_grad[1] else None, None)
 
 
 class Overwrite(Function):
