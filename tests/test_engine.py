@@ -1,0 +1,442 @@
+"""The backward engine and Function semantics."""
+import numpy as np
+import pytest
+
+import cextend as cx
+from cextend.autograd import Function, grad, gradcheck, once_differentiable
+
+
+def leaf(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return cx.from_numpy(rng.standard_normal(shape)).requires_grad_()
+
+
+def test_diamond_accumulates_both_paths():
+    x = leaf(3)
+    a, b = x * 2, x * 3
+    (a * b).sum().backward()              # d/dx 6x^2 = 12x
+    np.testing.assert_allclose(x.grad.numpy(), 12 * x.detach().numpy())
+
+
+def test_reused_tensor_and_repeated_backward_accumulate():
+    x = leaf(4)
+    y = (x * x + x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * x.detach().numpy() + 1))
+
+
+def test_backward_twice_without_retain_graph_raises():
+    x = leaf(3)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_non_scalar_backward_needs_a_gradient():
+    x = leaf(3)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        (x * 2).backward()
+    (x * 2).backward(cx.ones(3, dtype=cx.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        (x * 2).backward(cx.ones(4, dtype=cx.float64))
+
+
+def test_backward_on_a_tensor_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        cx.ones(2).sum().backward()
+
+
+def test_no_grad_records_nothing_and_enable_grad_restores():
+    x = leaf(2)
+    with cx.no_grad():
+        y = x * 2
+        with cx.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and y.grad_fn is None
+    assert z.requires_grad
+    assert cx.is_grad_enabled()
+
+    @cx.no_grad()
+    def f(t):
+        return t * 2
+    assert not f(x).requires_grad
+
+
+def test_grad_mode_is_per_thread():
+    import threading
+    seen = {}
+    with cx.no_grad():
+        thread = threading.Thread(target=lambda: seen.update(enabled=cx.is_grad_enabled()))
+        thread.start()
+        thread.join()
+    assert seen["enabled"] is True
+
+
+def test_broadcast_gradients_are_summed_back():
+    a, b = leaf(3, 4), leaf(4, seed=1)
+    (a * b).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), a.detach().numpy().sum(0))
+    assert a.grad.shape == (3, 4)
+
+
+def test_autograd_grad_leaves_dot_grad_alone_and_allow_unused():
+    x, unused = leaf(3), leaf(2, seed=1)
+    y = (x ** 2).sum()
+    gx, = grad(y, x, retain_graph=True)
+    np.testing.assert_allclose(gx.numpy(), 2 * x.detach().numpy())
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        grad(y, [x, unused], retain_graph=True)
+    gx, gu = grad(y, [x, unused], allow_unused=True)
+    assert gu is None
+
+
+def test_grad_of_an_intermediate_tensor():
+    x = leaf(3)
+    h = x * 2
+    y = (h * h).sum()
+    gh, = grad(y, h)
+    np.testing.assert_allclose(gh.numpy(), 2 * h.detach().numpy())
+
+
+def test_create_graph_gives_higher_derivatives():
+    x = leaf(3)
+    y = (x ** 3).sum()
+    g, = grad(y, x, create_graph=True)          # 3x^2
+    gg, = grad(g.sum(), x, create_graph=True)   # 6x
+    ggg, = grad(gg.sum(), x)                    # 6
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(g.detach().numpy(), 3 * xs ** 2)
+    np.testing.assert_allclose(gg.detach().numpy(), 6 * xs)
+    np.testing.assert_allclose(ggg.numpy(), 6 * np.ones(3))
+
+
+def test_backward_with_create_graph_keeps_grad_differentiable():
+    x = leaf(2)
+    (x ** 2).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    gg, = grad(x.grad.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [2, 2])
+
+
+def test_backward_inputs_accumulates_only_there():
+    a, b = leaf(2), leaf(2, seed=1)
+    (a * b).sum().backward(inputs=[a])
+    assert b.grad is None
+    np.testing.assert_allclose(a.grad.numpy(), b.detach().numpy())
+
+
+def test_retain_grad_on_a_non_leaf():
+    x = leaf(3)
+    h = x * 2
+    h.retain_grad()
+    (h * h).sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())
+
+
+def test_modifying_a_saved_tensor_in_place_raises():
+    x = leaf(3)
+    h = x * 1
+    y = h * h                      # saves h
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_modifying_a_saved_view_base_raises():
+    x = leaf(2, 3)
+    base = x * 1
+    view = base[0]
+    y = view.exp()                 # saves its output; the view itself is checked too
+    z = (view * view).sum()
+    base.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+    assert y.requires_grad
+
+
+def test_in_place_on_a_leaf_requiring_grad_raises_outside_no_grad():
+    x = leaf(3)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x += 1
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.zero_()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x[0] = 5.0
+    with cx.no_grad():
+        x += 1                     # allowed: e.g. an optimizer step
+        x.uniform_(-1, 1)
+    assert x.is_leaf
+
+
+def test_in_place_on_a_view_with_history_raises_clearly():
+    x = leaf(3, 2)
+    v = (x * 1)[0]
+    with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
+        v.mul_(2)
+
+
+def test_in_place_on_non_leaf_records_history():
+    x = leaf(3)
+    y = x * 2
+    y += x                          # y = 3x
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])
+    assert "AddInplaceBackward" in repr(y.grad_fn)
+
+
+def test_expanded_tensor_cannot_be_written_in_place():
+    e = cx.zeros(1).expand(3)
+    with pytest.raises(RuntimeError, match="expanded"):
+        e.add_(1)
+
+
+class Scale(Function):
+    @staticmethod
+    def forward(ctx, x, factor, flag):
+        ctx.factor = factor
+        ctx.flag = flag
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None, None
+
+
+def test_non_tensor_arguments_get_none_gradients():
+    x = leaf(3)
+    Scale.apply(x, 3.0, "anything").sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])
+
+
+def test_needs_input_grad_reflects_each_argument():
+    seen = {}
+
+    class Spy(Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            seen["needs"] = ctx.needs_input_grad
+            return a + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    Spy.apply(leaf(2), cx.ones(2, dtype=cx.float64), 5).sum().backward()
+    assert seen["needs"] == (True, False, False)
+
+
+def test_gradient_for_a_non_tensor_argument_raises():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    with pytest.raises(RuntimeError, match="different than None at position 2"):
+        Bad.apply(leaf(2), 2.0).sum().backward()
+
+
+def test_wrong_gradient_count_raises_and_trailing_nones_are_dropped():
+    class TooMany(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    class TrailingNones(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None, None
+
+    with pytest.raises(RuntimeError, match=r"incorrect number of gradients \(expected 1, got 2\)"):
+        TooMany.apply(leaf(2)).sum().backward()
+    x = leaf(2)
+    TrailingNones.apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1])
+
+
+def test_wrong_gradient_shape_raises():
+    class BadShape(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return cx.ones(5, dtype=cx.float64)
+
+    with pytest.raises(RuntimeError, match=r"invalid gradient at index 0 - got \[5\] but expected shape "
+                                           r"compatible with \[2, 3\]"):
+        BadShape.apply(leaf(2, 3)).sum().backward()
+
+
+def test_multiple_outputs_and_non_differentiable_ones():
+    class SplitWithIndex(Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = cx.tensor(np.argmax(x._data))
+            ctx.mark_non_differentiable(idx)
+            return x * 2, x * 3, idx
+
+        @staticmethod
+        def backward(ctx, g2, g3, gidx):
+            return g2 * 2 + g3 * 3
+
+    x = leaf(3)
+    a, b, idx = SplitWithIndex.apply(x)
+    assert not idx.requires_grad and idx.dtype == cx.int64
+    a.sum().backward()             # b gets no gradient: materialized as zeros
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+
+
+def test_set_materialize_grads_false_passes_none():
+    seen = {}
+
+    class TwoOut(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 1, x * 1
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen["g2"] = g2
+            return g1
+
+    x = leaf(2)
+    TwoOut.apply(x)[0].sum().backward()
+    assert seen["g2"] is None
+
+
+def test_mark_dirty_in_place_function():
+    class AddOneInplace(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x._data += 1
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = leaf(3)
+    h = x * 2
+    version = h._version
+    out = AddOneInplace.apply(h)
+    assert out is h and h._version == version + 1
+    assert "AddOneInplaceBackward" in repr(h.grad_fn)
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        AddOneInplace.apply(leaf(2))
+
+
+def test_returning_an_input_gives_a_new_tensor():
+    class Identity(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = leaf(2)
+    y = Identity.apply(x)
+    assert y is not x and y.grad_fn is not None and x.is_leaf
+
+
+def test_forward_runs_with_grad_recording_off():
+    seen = {}
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["enabled"] = cx.is_grad_enabled()
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    Probe.apply(leaf(1))
+    assert seen["enabled"] is False
+
+
+def test_saved_tensors_are_the_tensors_themselves():
+    class Save(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, None, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, none, y = ctx.saved_tensors
+            assert none is None
+            return g * y, g * x
+
+    x, y = leaf(3), leaf(3, seed=1)
+    assert gradcheck(Save.apply, (x, y))
+    from cextend.autograd import gradgradcheck
+    assert gradgradcheck(Save.apply, (x, y))
+
+
+def test_save_for_backward_rejects_non_tensors():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x * 1
+
+    with pytest.raises(TypeError, match="argument 1 is of type int"):
+        Bad.apply(leaf(2))
+
+
+def test_once_differentiable_blocks_double_backward_only():
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2 * x
+
+    x = leaf(3)
+    assert gradcheck(Square.apply, (x,))
+    # As in torch, the error node hangs off gradients that carry history.
+    v = cx.ones(3, dtype=cx.float64, requires_grad=True)
+    g, = grad(Square.apply(x), x, grad_outputs=v, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+
+
+def test_apply_rejects_keyword_arguments():
+    with pytest.raises(TypeError, match="positional arguments only"):
+        Scale.apply(leaf(2), factor=2.0, flag=None)
+
+
+def test_grad_fn_repr_and_tensor_repr():
+    y = Scale.apply(cx.tensor([1.], requires_grad=True), 2.0, None)
+    assert repr(y.grad_fn) == "<ScaleBackward>"
+    assert repr(y) == "tensor([2.], grad_fn=<ScaleBackward>)"
+    assert repr(cx.tensor([1.5], requires_grad=True)) == "tensor([1.5000], requires_grad=True)"
