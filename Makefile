@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+ACCEPTANCE := ../shared/acceptance
 C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c)
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
@@ -26,8 +27,14 @@ $(BUILT): $(INSTALLED) $(C_SOURCES) ffi_build.py
 
 build: $(BUILT)
 
+# The acceptance contract (the seed note's listings) lives beside the
+# repository in ../shared; a user's clone has none, so it runs when present.
 test: build
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+	@if [ -d $(ACCEPTANCE) ]; then \
+		echo "== acceptance: $(ACCEPTANCE)"; \
+		$(PY) -m pytest $(ACCEPTANCE) -p no:cacheprovider $(PYTEST_ARGS); \
+	else echo "note: $(ACCEPTANCE) not found; acceptance listings not run"; fi
 
 demo: build
 	$(PY) -m cextend.demo
