@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 ACCEPTANCE := ../shared/acceptance
-C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c)
+C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kernels/*.h)
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 

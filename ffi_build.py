@@ -32,8 +32,8 @@ def build_options():
     No -march=native: the module must run on any x86-64 (and non-x86), so
     ISA-specific code is selected at run time, not at build time.
     """
-    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
-    link_args = []
+    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden", "-fopenmp"]
+    link_args = ["-fopenmp"]
     if _flag("CEXTEND_DEBUG"):
         compile_args += ["-O0", "-g"]
     else:
@@ -67,7 +67,8 @@ def make_ffibuilder(root=""):
     setuptools wants paths relative to setup.py's directory (root ""), while
     FFI.compile() runs the compiler from its tmpdir and needs absolute ones.
     """
-    sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
+    sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")) +
+                     glob.glob(os.path.join(HERE, "src", "kernels", "*.c")))
     builder = FFI()
     builder.cdef(cdef_source(_read(HEADER)))
     builder.set_source(

@@ -11,6 +11,7 @@ from cextend._dtype import (bool, double, dtype, float, float16, float32, float6
 from cextend._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full,
                                 full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
                                 randn_like, stack, tensor, zeros, zeros_like)
+from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from cextend.device import device

@@ -60,6 +60,10 @@ def _linear_operands(x, w, b, x_name="x"):
 
 def linear_forward(x, w, b=None, *, out=None):
     """y = x . w^T + b for x (*, K), w (M, K), b (M,) or None; y has shape (*, M)."""
+    if out is None:
+        y = _backend.linear_forward_quick(x, w, b)
+        if y is not None:
+            return y
     k, m = _linear_operands(x, w, b)
     dtype = _checks.float_dtype(x=x, w=w, b=b, out=out)
     shape = x.shape[:-1] + (m,)
@@ -76,6 +80,9 @@ def linear_backward(grad_out, x, w, *, input=True, weight=True, bias=True):
     grad_out has shape (*, M) matching x (*, K); dx = grad_out . w,
     dw = grad_out^T . x over all leading dims, db = grad_out summed over them.
     """
+    quick = _backend.linear_backward_quick(grad_out, x, w, input, weight, bias)
+    if quick is not None:
+        return quick
     k, m = _linear_operands(x, w, None)
     _checks.array(grad_out, "grad_out")
     _checks.shape(grad_out, "grad_out", x.shape[:-1] + (m,), "x.shape[:-1] + (M,)")

@@ -46,6 +46,31 @@ enum {
 /* The message describing the last failed call on this thread ("" if none). */
 const char *cextend_last_error(void);
 
+/* ---- Instruction sets and threads ----------------------------------------
+ * The GEMM engine has one microkernel per instruction set, chosen at run
+ * time (never at build time): the best the CPU supports unless one is
+ * forced.  "reference" is the simple loop kernel the fast ones are tested
+ * against.  Results are bitwise identical for any thread count.
+ */
+enum {
+    CEXTEND_ISA_AUTO = -1,       /* the best this CPU supports */
+    CEXTEND_ISA_REFERENCE = 0,   /* simple loops, the test oracle */
+    CEXTEND_ISA_GENERIC = 1,     /* packed, blocked, portable C */
+    CEXTEND_ISA_AVX2 = 2,        /* x86-64 AVX2 + FMA */
+    CEXTEND_ISA_AVX512 = 3       /* x86-64 AVX-512F */
+};
+/* 1 if this CPU and build can run isa, else 0. */
+int cextend_isa_supported(int isa);
+/* Force an instruction set (or CEXTEND_ISA_AUTO).  Status -1 if isa is not
+ * one of the above or this CPU cannot run it. */
+int cextend_set_isa(int isa);
+/* The instruction set in use now. */
+int cextend_get_isa(void);
+/* Threads used by the kernels (default: OpenMP's, which honours
+ * OMP_NUM_THREADS, else the available cores).  Status -1 if n < 1. */
+int cextend_set_num_threads(int n);
+int cextend_get_num_threads(void);
+
 /* ---- Linear layer --------------------------------------------------------
  * Forward:  y[i][j] = sum_p x[i][p] * w[j][p] + b[j]
  *   x: n x k, w: m x k, b: m (NULL: no bias), y: n x m (ldy >= max(1, m)).

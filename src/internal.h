@@ -59,6 +59,51 @@ static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_
     *col_stride = trans ? ld : 1;
 }
 
+/* The instruction set in use (a CEXTEND_ISA_* value, never AUTO). */
+CX_INTERNAL int cx_isa_current(void);
+/* Threads to use for a problem of `work` multiply-adds (1 for small ones). */
+CX_INTERNAL int cx_threads_for(double work);
+
+/*
+ * A microkernel computes one MR x NR tile of C from a packed A micro-panel
+ * (kc steps of MR values) and a B micro-panel (kc rows of NR values, row p
+ * at b + p * b_rs: packed, or B itself when its rows are contiguous):
+ *     accumulate == 0:  C = acc (+ bias[j] when bias != NULL)
+ *     accumulate == 1:  C = C + acc
+ * where acc[i][j] is the fused multiply-add chain over p = 0..kc-1 from 0.
+ * Every tile of every product follows this arithmetic, which is why results
+ * never depend on layout, packing or the number of threads.
+ */
+typedef void (*cx_ukernel_f32)(int64_t kc, const float *a, const float *b, int64_t b_rs,
+                               float *c, int64_t ldc, const float *bias, int accumulate);
+typedef void (*cx_ukernel_f64)(int64_t kc, const double *a, const double *b, int64_t b_rs,
+                               double *c, int64_t ldc, const double *bias, int accumulate);
+
+/* A microkernel with its register block (mr x nr) and cache blocks:
+ * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3). */
+typedef struct {
+    int mr, nr;
+    int64_t kc, mc, nc;
+    cx_ukernel_f32 run;
+} cx_plan_f32;
+typedef struct {
+    int mr, nr;
+    int64_t kc, mc, nc;
+    cx_ukernel_f64 run;
+} cx_plan_f64;
+
+CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;
+CX_INTERNAL extern const cx_plan_f64 cx_plan_generic_f64;
+#if defined(__x86_64__) || defined(__i386__)
+#define CX_HAVE_X86_KERNELS 1
+CX_INTERNAL extern const cx_plan_f32 cx_plan_avx2_f32, cx_plan_avx512_f32;
+CX_INTERNAL extern const cx_plan_f64 cx_plan_avx2_f64, cx_plan_avx512_f64;
+#endif
+
+/* The largest register block of any plan: the size of an edge tile buffer. */
+#define CX_MAX_TILE (16 * 32)
+
 /*
  * The GEMM behind every Linear product, one per dtype:
  *     C[i][j] = sum_p A[i][p] * B[p][j]  (+ bias[j] if bias != NULL)
@@ -75,6 +120,15 @@ CX_INTERNAL int cx_gemm_f64(int64_t M, int64_t N, int64_t K,
                             const double *a, int64_t rsa, int64_t csa,
                             const double *b, int64_t rsb, int64_t csb,
                             const double *bias, double *c, int64_t ldc);
+/* The simple loops behind the "reference" ISA (same contract). */
+CX_INTERNAL int cx_gemm_reference_f32(int64_t M, int64_t N, int64_t K,
+                                      const float *a, int64_t rsa, int64_t csa,
+                                      const float *b, int64_t rsb, int64_t csb,
+                                      const float *bias, float *c, int64_t ldc);
+CX_INTERNAL int cx_gemm_reference_f64(int64_t M, int64_t N, int64_t K,
+                                      const double *a, int64_t rsa, int64_t csa,
+                                      const double *b, int64_t rsb, int64_t csb,
+                                      const double *bias, double *c, int64_t ldc);
 
 /* sums[j] = sum_i A[i][j] for an M x N operand A[i][j] = a[i*rs + j*cs]. */
 CX_INTERNAL void cx_column_sums_f32(int64_t M, int64_t N, const float *a,

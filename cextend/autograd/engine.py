@@ -52,8 +52,9 @@ def _root_gradients(tensors, grads, Tensor, ones_like):
     return roots
 
 
-def _discover(root_nodes):
-    """All nodes reachable from the roots, and each one's children."""
+def _graph(root_nodes):
+    """Every node reachable from the roots, and how many edges enter each."""
+    dependencies = {}
     seen = set(root_nodes)
     stack = list(root_nodes)
     order = []
@@ -61,28 +62,31 @@ def _discover(root_nodes):
         node = stack.pop()
         order.append(node)
         for child, _ in node.next_functions:
-            if child is not None and child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return order
+            if child is not None:
+                dependencies[child] = dependencies.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+    return order, dependencies
 
 
-def _needed(order, targets):
-    """Nodes on a path to a capture target (all nodes when there are none)."""
-    if targets is None:
-        return set(order)
+def _prune(order, targets):
+    """The nodes on a path to a capture target, with edges counted among them only."""
     reachable = set(order)
     needed = {t for t in targets if t in reachable}
-    # A node is needed if any child is: iterate to a fixed point over the
-    # discovery order reversed (children mostly come later, so this is fast).
     changed = True
-    while changed:
+    while changed:                  # children mostly follow parents in `order`
         changed = False
         for node in reversed(order):
             if node not in needed and any(c in needed for c, _ in node.next_functions if c is not None):
                 needed.add(node)
                 changed = True
-    return needed
+    dependencies = {}
+    for node in needed:
+        for child, _ in node.next_functions:
+            if child in needed:
+                dependencies[child] = dependencies.get(child, 0) + 1
+    return needed, dependencies
 
 
 def _is_expandable(shape, target):
@@ -91,33 +95,27 @@ def _is_expandable(shape, target):
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
 
 
-def _validate(node, grads, Tensor):
-    """Make each gradient fit its forward input (shape, dtype), or raise."""
-    checked = []
-    for i, (g, meta) in enumerate(zip(grads, node._input_meta or (None,) * len(grads))):
-        if g is None or meta is None:
-            checked.append(g)
-            continue
-        if not isinstance(g, Tensor):
-            raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
-                            % (node.name(), type(g).__name__, i))
-        shape, dtype = meta
-        if g.shape != shape:
-            if not _is_expandable(shape, g.shape):
-                raise RuntimeError("Function %s returned an invalid gradient at index %d - got %s but "
-                                   "expected shape compatible with %s"
-                                   % (node.name(), i, list(g.shape), list(shape)))
-            g = g._sum_to(shape)
-        if g._data.dtype != dtype:
-            g = g.to(dtype)
-        checked.append(g)
-    return checked
+def _fit(node, i, g, meta, Tensor):
+    """A gradient made to fit its forward input's shape and dtype, or an error."""
+    if not isinstance(g, Tensor):
+        raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
+                        % (node.name(), type(g).__name__, i))
+    shape, dtype = meta
+    if g._data.shape != shape:
+        if not _is_expandable(shape, g._data.shape):
+            raise RuntimeError("Function %s returned an invalid gradient at index %d - got %s but "
+                               "expected shape compatible with %s"
+                               % (node.name(), i, list(g._data.shape), list(shape)))
+        g = g._sum_to(shape)
+    if g._data.dtype != dtype:
+        g = g.to(dtype)
+    return g
 
 
-def _add(a, b):
+def _add(a, b, create_graph):
     if a is None:
         return b
-    if grad_mode.is_grad_enabled():
+    if create_graph:
         return a + b
     from cextend.tensor import _wrap
     return _wrap(a._data + b._data)
@@ -130,54 +128,61 @@ def execute(roots, retain_graph, create_graph, capture=None):
     total incoming gradient is returned (leaves' .grad untouched).
     """
     from cextend.tensor import Tensor
-    root_nodes = []
     buffers = {}
+    root_nodes = []
     for (node, nr), g in roots:
-        buf = buffers.setdefault(node, [None] * node.num_outputs)
-        buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
-        if node not in root_nodes:
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.num_outputs
             root_nodes.append(node)
-    order = _discover(root_nodes)
-    target_nodes = None if capture is None else {node for node, _ in capture}
-    needed = _needed(order, target_nodes)
-    dependencies = dict.fromkeys(needed, 0)
-    for node in needed:
-        for child, _ in node.next_functions:
-            if child in dependencies:
-                dependencies[child] += 1
-    ready = [(-n._seq, n._seq, n) for n in root_nodes if n in needed and dependencies[n] == 0]
+        buf[nr] = _add(buf[nr], g, create_graph)
+    order, dependencies = _graph(root_nodes)
+    needed = target_nodes = None
+    if capture is not None:
+        target_nodes = {node for node, _ in capture}
+        needed, dependencies = _prune(order, target_nodes)
+        root_nodes = [n for n in root_nodes if n in needed]
+    ready = [(-n._seq, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
     captured = {}
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heapq.heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
             if target_nodes is not None and node in target_nodes:
                 for nr, g in enumerate(grads):
                     captured[(node, nr)] = g
             if node._retained:
                 _retain_grads(node, grads)
-            runs = capture is None or (not isinstance(node, AccumulateGrad) and
-                                       any(c in needed for c, _ in node.next_functions))
-            if runs:
-                results = _validate(node, node.apply(grads), Tensor)
+            edges = node.next_functions
+            if capture is None or (type(node) is not AccumulateGrad and
+                                   any(c in needed for c, _ in edges)):
+                results = node.apply(grads)
                 if not retain_graph:
                     node._release()
-            else:
-                results = ()
-            for (child, nr), g in zip(node.next_functions, results):
-                if child is None or child not in dependencies:
-                    continue
-                if g is not None:
-                    buf = buffers.setdefault(child, [None] * child.num_outputs)
-                    buf[nr] = _add(buf[nr], g)
-            for child, _ in node.next_functions:
-                if child in dependencies:
-                    dependencies[child] -= 1
-                    if dependencies[child] == 0:
-                        heapq.heappush(ready, (-child._seq, child._seq, child))
+                metas = node._input_meta
+                for i, g in enumerate(results):
+                    if g is None:
+                        continue
+                    child, nr = edges[i]
+                    if child is None or (needed is not None and child not in needed):
+                        continue
+                    meta = metas[i]
+                    if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0]
+                                             or g._data.dtype != meta[1]):
+                        g = _fit(node, i, g, meta, Tensor)
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * child.num_outputs
+                    buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
+            for child, _ in edges:
+                if child is not None and child in dependencies:
+                    left = dependencies[child] - 1
+                    dependencies[child] = left
+                    if left == 0:
+                        heapq.heappush(ready, (-child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
     if capture is None:

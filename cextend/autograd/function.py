@@ -27,18 +27,16 @@ class BackwardCFunction(Node):
     """The ctx handed to forward/backward, and the backward node in the graph."""
 
     _forward_cls = None
-
-    def __init__(self):
-        super().__init__()
-        self.to_save = None
-        self._saved = None
-        self._saved_versions = None
-        self._freed = False
-        self._dirty = ()
-        self._non_differentiable = ()
-        self._output_meta = ()
-        self.materialize_grads = True
-        self.needs_input_grad = ()
+    # Defaults at class level (see Node): set on the instance only when used.
+    to_save = None
+    _saved = None
+    _saved_versions = None
+    _freed = False
+    _dirty = ()
+    _non_differentiable = ()
+    _output_meta = ()
+    materialize_grads = True
+    needs_input_grad = ()
 
     @property
     def num_outputs(self):
@@ -149,58 +147,128 @@ class Function:
         if kwargs:
             raise TypeError("%s.apply() takes positional arguments only, got keyword(s) %s"
                             % (cls.__name__, ", ".join(sorted(kwargs))))
-        from cextend.tensor import Tensor
         ctx = cls._backward_cls()
         grad_enabled = grad_mode.is_grad_enabled()
-        needs = tuple(grad_enabled and isinstance(a, Tensor) and a._requires_grad for a in args)
-        ctx.needs_input_grad = needs
         if grad_enabled:
+            needs = tuple([type(a) in _TENSOR_TYPES and a._requires_grad for a in args]) \
+                if _all_plain(args) else tuple([isinstance(a, _Tensor()) and a._requires_grad for a in args])
+            ctx.needs_input_grad = needs
             grad_mode._set_enabled(False)
             try:
                 outputs = cls.forward(ctx, *args)
             finally:
                 grad_mode._set_enabled(True)
+            requires_grad = True in needs
         else:
+            ctx.needs_input_grad = (False,) * len(args)
             outputs = cls.forward(ctx, *args)
-        return _wrap_outputs(ctx, args, outputs, any(needs), Tensor)
+            requires_grad = False
+        if (not requires_grad and type(outputs) is _Tensor() and not ctx._dirty
+                and all(a is not outputs for a in args)):
+            return outputs          # nothing to record: the common no-grad case
+        return _wrap_outputs(ctx, args, outputs, requires_grad, _Tensor())
+
+
+_TENSOR_TYPES = set()
+
+
+def _Tensor():
+    from cextend.tensor import Tensor
+    return Tensor
+
+
+def _all_plain(args):
+    """Every argument's type is known: a Tensor (or Parameter) or not one at all."""
+    for a in args:
+        t = type(a)
+        if t not in _TENSOR_TYPES and t not in _PLAIN_TYPES:
+            if isinstance(a, _Tensor()):
+                _TENSOR_TYPES.add(t)
+            else:
+                return False
+    return True
+
+
+_PLAIN_TYPES = {int, float, bool, str, tuple, type(None), slice}
+
+
+def _connect_inputs(ctx, args, Tensor):
+    """ctx's edges to each argument's gradient path, and each Tensor
+    argument's (shape, dtype) so the engine can check gradients against it."""
+    edges = []
+    metas = []
+    for a, need in zip(args, ctx.needs_input_grad):
+        if need:
+            edges.append(gradient_edge(a))
+            metas.append((a._data.shape, a._data.dtype))
+        else:
+            edges.append(_NO_EDGE)
+            metas.append((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None)
+    ctx.next_functions = tuple(edges)
+    ctx._input_meta = tuple(metas)
+
+
+def _wrap_single(ctx, args, out, requires_grad):
+    """_wrap_outputs for the common case: one Tensor output, nothing dirty
+    or marked non-differentiable."""
+    for a in args:
+        if a is out:
+            out = out._alias()      # returning an input unchanged: a new Tensor, same storage
+            break
+    data = out._data
+    if requires_grad:
+        _connect_inputs(ctx, args, type(out))
+        if data.dtype.kind == "f":
+            out._grad_fn = ctx
+            out._requires_grad = True
+        if ctx.to_save is not None:
+            ctx._saved = ctx.to_save
+            ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
+                                         for t in ctx.to_save])
+            ctx.to_save = None
+    ctx._output_meta = ((data.shape, data.dtype),)
+    return out
 
 
 def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
     """Connect forward's outputs to the graph through ctx (if any input needs grad)."""
+    if type(outputs) is Tensor and not ctx._dirty and not ctx._non_differentiable:
+        return _wrap_single(ctx, args, outputs, requires_grad)
     is_tuple = isinstance(outputs, tuple)
     outs = outputs if is_tuple else (outputs,)
-    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = {id(t) for t in ctx._dirty}
     non_diff = {id(t) for t in ctx._non_differentiable}
     if requires_grad:
-        ctx.next_functions = tuple((gradient_edge(a) or (None, 0)) if need else (None, 0)
-                                   for a, need in zip(args, ctx.needs_input_grad))
-        ctx._input_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
-                                for a in args)
+        _connect_inputs(ctx, args, Tensor)
     result = []
     meta = []
     for i, out in enumerate(outs):
         if not isinstance(out, Tensor):
             result.append(out)
-            meta.append(None)
+            meta.append(_NO_META)
             continue
         if id(out) in dirty:
             _check_inplace(out, requires_grad or out._requires_grad)
             out._bump_version()
-        elif id(out) in input_ids:
+        elif any(a is out for a in args):
             out = out._alias()      # returning an input unchanged: a new Tensor, same storage
-        if requires_grad and id(out) not in non_diff and out.dtype.is_floating_point:
+        if requires_grad and id(out) not in non_diff and out._data.dtype.kind == "f":
             out._grad_fn = ctx
             out._output_nr = i
             out._requires_grad = True
         meta.append((out._data.shape, out._data.dtype))
         result.append(out)
-    ctx._output_meta = tuple(m if m is not None else ((), None) for m in meta)
+    ctx._output_meta = tuple(meta)
     if requires_grad and ctx.to_save is not None:
         ctx._saved = ctx.to_save
-        ctx._saved_versions = tuple(t._version if t is not None else 0 for t in ctx.to_save)
-    ctx.to_save = None if requires_grad else ctx.to_save
+        ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
+                                     for t in ctx.to_save])
+        ctx.to_save = None
     return tuple(result) if is_tuple else result[0]
+
+
+_NO_EDGE = (None, 0)
+_NO_META = ((), None)
 
 
 def _check_inplace(tensor, records_history):

@@ -18,12 +18,14 @@ class Node:
     """A backward function: apply(output_grads) -> one gradient per input."""
 
     num_outputs = 1
+    # Class-level defaults: most nodes never change these, and not setting
+    # them per instance keeps node creation (one per op) cheap.
+    next_functions = ()
+    _input_meta = ()        # per edge: (shape, numpy dtype) of the forward input
+    _retained = None        # output_nr -> weakrefs of non-leaf tensors retaining grad
 
     def __init__(self):
         self._seq = next(_sequence)
-        self.next_functions = ()
-        self._input_meta = ()       # per edge: (shape, numpy dtype) of the forward input
-        self._retained = None       # output_nr -> weakrefs of non-leaf tensors retaining grad
 
     def name(self):
         return type(self).__name__
@@ -66,13 +68,16 @@ def accumulate_into(tensor, grad):
     if grad is None:
         return
     from cextend.tensor import _wrap
-    if tensor.grad is None:
-        tensor.grad = grad if is_grad_enabled() else _wrap(grad._data.copy())
+    # The engine has already fitted grad to the tensor's shape and dtype,
+    # so the checked .grad setter is bypassed.
+    current = tensor._grad
+    if current is None:
+        tensor._grad = grad if is_grad_enabled() else _wrap(grad._data.copy())
     elif is_grad_enabled():
-        tensor.grad = tensor.grad + grad
+        tensor._grad = current + grad
     else:
-        tensor.grad._data += grad._data
-        tensor.grad._bump_version()
+        current._data += grad._data
+        current._version_counter.value += 1
 
 
 def gradient_edge(tensor):

@@ -1,48 +1,178 @@
 /*
- * generic/gemm.c -- the GEMM behind every Linear product (see internal.h
- * for the contract: C = A.B (+ bias per column), beta = 0).
+ * generic/gemm.c -- the GEMM engine behind every Linear product:
+ *     C[M x N] = A[M x K] . B[K x N]  (+ bias[N]),  beta = 0
+ * (see internal.h for the strides).  The BLIS plan:
  *
- * This is the simple, cache-friendly version: the loop order is picked so
- * the innermost loop streams memory.  When B's rows are contiguous we
- * accumulate rows of B into a row of C (axpy form, vectorisable); otherwise
- * (B is a transposed view, e.g. W^T in the forward pass) each C[i][j] is a
- * dot product of a row of A with a column of B, both contiguous then.
+ *   for jc in N by nc:                     B block kc x nc   -> L3
+ *     for pc in K by kc:                   (k is never split across threads)
+ *       pack B[pc:, jc:] into nr-wide micro-panels
+ *       for ic in M by mc:                 A block mc x kc   -> L2
+ *         pack A[ic:, pc:] into mr-tall micro-panels
+ *         for jr in nc by nr:              B micro-panel     -> L1
+ *           for ir in mc by mr:            microkernel: an mr x nr tile of C
+ *
+ * The first k block writes C (plus the bias: the fused epilogue), later
+ * ones add to it.  Edge tiles are computed whole into a scratch tile and
+ * the valid part copied out with the same additions, so every element of C
+ * sees one fixed sequence of operations: results do not depend on the
+ * operands' layout, on packing, or on how many threads split the output.
+ *
+ * Small-problem path: when M is small and B's rows are contiguous, packing
+ * B would cost about as much as the product, so the microkernel reads B's
+ * rows in place (only a ragged last column panel is packed).
  */
 
-static void CX_FN(gemm_axpy_rows)(int64_t M, int64_t N, int64_t K,
-                                  const REAL *a, int64_t rsa, int64_t csa,
-                                  const REAL *b, int64_t rsb,
-                                  const REAL *bias, REAL *c, int64_t ldc)
+#define PLAN CX_PASTE(cx_plan, SFX)
+
+/* Up to this many row panels, reading B in place beats packing it. */
+#define SMALL_M_PANELS 4
+/* Pack buffers up to this size live on the stack. */
+#ifndef STACK_SCRATCH_BYTES
+#define STACK_SCRATCH_BYTES (32 * 1024)
+#endif
+
+static const PLAN *CX_FN(plan_for)(int isa)
 {
-    for (int64_t i = 0; i < M; ++i) {
-        REAL *restrict c_row = c + i * ldc;
-        for (int64_t j = 0; j < N; ++j)
-            c_row[j] = bias ? bias[j] : (REAL)0;
-        for (int64_t p = 0; p < K; ++p) {
-            const REAL a_ip = a[i * rsa + p * csa];
-            const REAL *restrict b_row = b + p * rsb;
-            for (int64_t j = 0; j < N; ++j)
-                c_row[j] += a_ip * b_row[j];
+#if defined(CX_HAVE_X86_KERNELS)
+    if (isa == CEXTEND_ISA_AVX512)
+        return &CX_PASTE(cx_plan_avx512, SFX);
+    if (isa == CEXTEND_ISA_AVX2)
+        return &CX_PASTE(cx_plan_avx2, SFX);
+#endif
+    (void)isa;
+    return &CX_PASTE(cx_plan_generic, SFX);
+}
+
+static inline int64_t CX_FN(min64)(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static inline int64_t CX_FN(round_up)(int64_t x, int64_t multiple)
+{
+    return (x + multiple - 1) / multiple * multiple;
+}
+
+/* A[0:mc, 0:kc] (strides rsa, csa) -> mr-row micro-panels, each kc steps of
+ * mr values; rows past mc are zero so edge tiles compute harmlessly. */
+static void CX_FN(pack_a)(int64_t mc, int64_t kc, const REAL *a, int64_t rsa, int64_t csa,
+                          int mr, REAL *restrict ap)
+{
+    for (int64_t ir = 0; ir < mc; ir += mr) {
+        const int64_t rows = CX_FN(min64)(mr, mc - ir);
+        const REAL *src = a + ir * rsa;
+        if (csa == 1) {
+            for (int64_t i = 0; i < rows; ++i) {
+                const REAL *row = src + i * rsa;
+                for (int64_t p = 0; p < kc; ++p)
+                    ap[p * mr + i] = row[p];
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t i = 0; i < rows; ++i)
+                    ap[p * mr + i] = src[i * rsa + p * csa];
+        }
+        for (int64_t p = 0; p < kc; ++p)
+            for (int64_t i = rows; i < mr; ++i)
+                ap[p * mr + i] = 0;
+        ap += (int64_t)mr * kc;
+    }
+}
+
+/* B[0:kc, 0:nc] (strides rsb, csb) -> nr-column micro-panels, each kc rows
+ * of nr values; columns past nc are zero. */
+static void CX_FN(pack_b)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int64_t csb,
+                          int nr, REAL *restrict bp)
+{
+    for (int64_t jr = 0; jr < nc; jr += nr) {
+        const int64_t cols = CX_FN(min64)(nr, nc - jr);
+        const REAL *src = b + jr * csb;
+        if (csb == 1) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const REAL *row = src + p * rsb;
+                REAL *dst = bp + p * nr;
+                for (int64_t j = 0; j < cols; ++j)
+                    dst[j] = row[j];
+                for (int64_t j = cols; j < nr; ++j)
+                    dst[j] = 0;
+            }
+        } else {
+            for (int64_t j = 0; j < cols; ++j) {
+                const REAL *col = src + j * csb;
+                for (int64_t p = 0; p < kc; ++p)
+                    bp[p * nr + j] = col[p * rsb];
+            }
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t j = cols; j < nr; ++j)
+                    bp[p * nr + j] = 0;
+        }
+        bp += (int64_t)nr * kc;
+    }
+}
+
+/* One mr x nr tile of C, through a scratch tile when it is ragged. */
+static inline void CX_FN(tile)(const PLAN *plan, int64_t kc, const REAL *ap, const REAL *bpanel,
+                               int64_t b_rs, REAL *c, int64_t ldc, int64_t rows, int64_t cols,
+                               const REAL *bias, int accumulate)
+{
+    if (rows == plan->mr && cols == plan->nr) {
+        plan->run(kc, ap, bpanel, b_rs, c, ldc, bias, accumulate);
+        return;
+    }
+    REAL scratch[CX_MAX_TILE] __attribute__((aligned(64)));
+    plan->run(kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
+    for (int64_t i = 0; i < rows; ++i) {
+        REAL *out = c + i * ldc;
+        const REAL *acc = scratch + i * plan->nr;
+        for (int64_t j = 0; j < cols; ++j) {
+            if (accumulate)
+                out[j] = out[j] + acc[j];
+            else
+                out[j] = bias ? acc[j] + bias[j] : acc[j];
         }
     }
 }
 
-static void CX_FN(gemm_dot_columns)(int64_t M, int64_t N, int64_t K,
-                                    const REAL *a, int64_t rsa, int64_t csa,
-                                    const REAL *b, int64_t rsb, int64_t csb,
-                                    const REAL *bias, REAL *c, int64_t ldc)
+/* The loop nest on one chunk of C, with this thread's pack buffers. */
+static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
+                              int64_t M, int64_t N, int64_t K,
+                              const REAL *a, int64_t rsa, int64_t csa,
+                              const REAL *b, int64_t rsb, int64_t csb,
+                              const REAL *bias, REAL *c, int64_t ldc, REAL *ap, REAL *bp)
 {
-    for (int64_t i = 0; i < M; ++i) {
-        const REAL *a_row = a + i * rsa;
-        for (int64_t j = 0; j < N; ++j) {
-            const REAL *b_col = b + j * csb;
-            /* Start from the bias and add products in p order, exactly as
-             * the axpy form does, so both orders round identically and a
-             * result never depends on the operands' layout. */
-            REAL sum = bias ? bias[j] : (REAL)0;
-            for (int64_t p = 0; p < K; ++p)
-                sum += a_row[p * csa] * b_col[p * rsb];
-            c[i * ldc + j] = sum;
+    const int mr = plan->mr, nr = plan->nr;
+    for (int64_t jc = 0; jc < N; jc += plan->nc) {
+        const int64_t nc = CX_FN(min64)(plan->nc, N - jc);
+        for (int64_t pc = 0; pc < K; pc += plan->kc) {
+            const int64_t kc = CX_FN(min64)(plan->kc, K - pc);
+            const int accumulate = pc > 0;
+            const REAL *b_block = b + pc * rsb + jc * csb;
+            if (pack_b_whole)
+                CX_FN(pack_b)(kc, nc, b_block, rsb, csb, nr, bp);
+            for (int64_t ic = 0; ic < M; ic += plan->mc) {
+                const int64_t mc = CX_FN(min64)(plan->mc, M - ic);
+                CX_FN(pack_a)(mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int64_t cols = CX_FN(min64)(nr, nc - jr);
+                    const REAL *bpanel = bp + (jr / nr) * nr * kc;
+                    int64_t b_rs = nr;
+                    if (!pack_b_whole) {
+                        if (cols == nr) {
+                            bpanel = b_block + jr;          /* B's rows in place */
+                            b_rs = rsb;
+                        } else {
+                            CX_FN(pack_b)(kc, cols, b_block + jr, rsb, 1, nr, bp);
+                            bpanel = bp;
+                        }
+                    }
+                    const REAL *bias_j = (!accumulate && bias) ? bias + jc + jr : NULL;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t rows = CX_FN(min64)(mr, mc - ir);
+                        CX_FN(tile)(plan, kc, ap + (ir / mr) * mr * kc, bpanel, b_rs,
+                                    c + (ic + ir) * ldc + jc + jr, ldc, rows, cols, bias_j, accumulate);
+                    }
+                }
+            }
         }
     }
 }
@@ -54,29 +184,74 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
 {
     if (M == 0 || N == 0)
         return CEXTEND_OK;
-    if (csb == 1 || N == 1)
-        CX_FN(gemm_axpy_rows)(M, N, K, a, rsa, csa, b, rsb, bias, c, ldc);
-    else
-        CX_FN(gemm_dot_columns)(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc);
+    const int isa = cx_isa_current();
+    if (isa == CEXTEND_ISA_REFERENCE)
+        return CX_FN(cx_gemm_reference)(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc);
+    if (K == 0) {
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+                c[i * ldc + j] = bias ? bias[j] : (REAL)0;
+        return CEXTEND_OK;
+    }
+    const PLAN *plan = CX_FN(plan_for)(isa);
+    const int64_t mr = plan->mr, nr = plan->nr;
+    const int pack_b_whole = !(csb == 1 && M <= SMALL_M_PANELS * mr);
+
+    /* Split the output into column chunks (multiples of nr), or row chunks
+     * (multiples of mr) when it is narrow.  The k loop is never split. */
+    int threads = cx_threads_for((double)M * (double)N * (double)K);
+    int split_columns = 1;
+    int64_t chunk = N;
+    if (threads > 1) {
+        if (N >= (int64_t)threads * nr * 2) {
+            chunk = CX_FN(round_up)((N + threads - 1) / threads, nr);
+        } else if (M >= (int64_t)threads * mr * 2) {
+            split_columns = 0;
+            chunk = CX_FN(round_up)((M + threads - 1) / threads, mr);
+        } else {
+            threads = 1;
+        }
+    }
+    const int64_t extent = split_columns ? N : M;
+    const int chunks = (int)((extent + chunk - 1) / chunk);
+
+    /* Every thread's pack buffers are allocated before any of C is written,
+     * so running out of memory leaves the output untouched.  Small problems
+     * use the stack: a heap round trip costs more than their whole product. */
+    const int64_t kc = CX_FN(min64)(plan->kc, K);
+    const int64_t rows = split_columns ? M : chunk, cols = split_columns ? chunk : N;
+    const int64_t a_size = CX_FN(round_up)(CX_FN(min64)(plan->mc, rows), mr) * kc;
+    const int64_t b_size = pack_b_whole ? CX_FN(round_up)(CX_FN(min64)(plan->nc, cols), nr) * kc : nr * kc;
+    const int64_t per_chunk = CX_FN(round_up)(a_size + b_size, 64 / (int64_t)sizeof(REAL));
+    const int64_t total = per_chunk * chunks;
+    REAL small[STACK_SCRATCH_BYTES / sizeof(REAL)] __attribute__((aligned(64)));
+    REAL *scratch = small;
+    if (total > (int64_t)(sizeof small / sizeof(REAL))) {
+        scratch = aligned_alloc(64, (size_t)total * sizeof(REAL));
+        if (!scratch)
+            return cx_fail(CEXTEND_ERR_NOMEM, "cx_gemm", "cannot allocate %lld bytes of packing buffers",
+                           (long long)(total * (int64_t)sizeof(REAL)));
+    }
+
+    if (threads == 1) {
+        CX_FN(gemm_chunk)(plan, pack_b_whole, M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc,
+                          scratch, scratch + a_size);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+        for (int t = 0; t < chunks; ++t) {
+            REAL *ap = scratch + t * per_chunk, *bp = ap + a_size;
+            const int64_t start = t * chunk, size = CX_FN(min64)(chunk, extent - start);
+            if (split_columns)
+                CX_FN(gemm_chunk)(plan, pack_b_whole, M, size, K, a, rsa, csa, b + start * csb, rsb, csb,
+                                  bias ? bias + start : NULL, c + start, ldc, ap, bp);
+            else
+                CX_FN(gemm_chunk)(plan, pack_b_whole, size, N, K, a + start * rsa, rsa, csa, b, rsb, csb,
+                                  bias, c + start * ldc, ldc, ap, bp);
+        }
+    }
+    if (scratch != small)
+        free(scratch);
     return CEXTEND_OK;
 }
 
-void CX_FN(cx_column_sums)(int64_t M, int64_t N, const REAL *a, int64_t rs, int64_t cs, REAL *sums)
-{
-    for (int64_t j = 0; j < N; ++j)
-        sums[j] = 0;
-    if (cs == 1) {
-        for (int64_t i = 0; i < M; ++i) {
-            const REAL *restrict row = a + i * rs;
-            for (int64_t j = 0; j < N; ++j)
-                sums[j] += row[j];
-        }
-    } else {
-        for (int64_t j = 0; j < N; ++j) {
-            REAL sum = 0;
-            for (int64_t i = 0; i < M; ++i)
-                sum += a[i * rs + j * cs];
-            sums[j] = sum;
-        }
-    }
-}
+#undef PLAN

@@ -3,6 +3,7 @@ the reduced dimensions (expand), which is itself differentiable."""
 import numpy as np
 
 from cextend.autograd.function import Function
+from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.autograd._functions._util import constant, wrap
 
 
@@ -10,30 +11,44 @@ def _keepdim_shape(shape, dims):
     return tuple(1 if i in dims else s for i, s in enumerate(shape))
 
 
+def _spread(g, ctx):
+    """g broadcast back over the reduced dims: recorded when building a
+    double-backward graph, else filled into a fresh array with numpy (faster
+    than np.broadcast_to, and contiguous for the C kernels downstream)."""
+    keep = _keepdim_shape(ctx.in_shape, ctx.dims)
+    if is_grad_enabled():
+        return g.reshape(keep).expand(ctx.in_shape)
+    out = np.empty(ctx.in_shape, g._data.dtype)
+    out[...] = g._data.reshape(keep)
+    return wrap(out)
+
+
 class Sum(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
-        ctx.in_shape = a.shape
-        ctx.dims = tuple(range(a.dim())) if dims is None else dims
-        return wrap(np.sum(a._data, axis=dims, keepdims=keepdim))
+        data = a._data
+        ctx.in_shape = data.shape
+        ctx.dims = tuple(range(data.ndim)) if dims is None else dims
+        # The array method skips np.sum's Python-level dispatch.
+        return wrap(data.sum(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(_keepdim_shape(ctx.in_shape, ctx.dims)).expand(ctx.in_shape), None, None
+        return _spread(g, ctx), None, None
 
 
 class Mean(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
-        ctx.in_shape = a.shape
-        ctx.dims = tuple(range(a.dim())) if dims is None else dims
-        ctx.count = int(np.prod([a.shape[d] for d in ctx.dims]))
-        return wrap(np.mean(a._data, axis=dims, keepdims=keepdim))
+        data = a._data
+        ctx.in_shape = data.shape
+        ctx.dims = tuple(range(data.ndim)) if dims is None else dims
+        ctx.count = int(np.prod([data.shape[d] for d in ctx.dims]))
+        return wrap(data.mean(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
-        spread = g.reshape(_keepdim_shape(ctx.in_shape, ctx.dims)).expand(ctx.in_shape)
-        return spread / ctx.count, None, None
+        return _spread(g, ctx) / ctx.count, None, None
 
 
 class Max(Function):

@@ -1,0 +1,35 @@
+/*
+ * generic.c -- portable C microkernels (4 x 8 float32, 4 x 4 float64) for
+ * any architecture.  Plain loops over a local accumulator tile that the
+ * compiler keeps in registers and vectorises with the baseline ISA; built
+ * with -ffp-contract=off semantics (ISO C), so no FMA is introduced.
+ */
+#include "../internal.h"
+
+#define DEFINE_GENERIC_UKERNEL(NAME, REAL, MR, NR)                                            \
+    static void NAME(int64_t kc, const REAL *restrict a, const REAL *restrict b, int64_t b_rs, \
+                     REAL *restrict c, int64_t ldc, const REAL *restrict bias, int accumulate) \
+    {                                                                                         \
+        REAL acc[MR][NR] = {{0}};                                                             \
+        for (int64_t p = 0; p < kc; ++p) {                                                    \
+            for (int i = 0; i < MR; ++i)                                                      \
+                for (int j = 0; j < NR; ++j)                                                  \
+                    acc[i][j] += a[i] * b[j];                                                 \
+            a += MR;                                                                          \
+            b += b_rs;                                                                        \
+        }                                                                                     \
+        for (int i = 0; i < MR; ++i)                                                          \
+            for (int j = 0; j < NR; ++j) {                                                    \
+                REAL *out = c + i * ldc + j;                                                  \
+                if (accumulate)                                                               \
+                    *out = *out + acc[i][j];                                                  \
+                else                                                                          \
+                    *out = bias ? acc[i][j] + bias[j] : acc[i][j];                            \
+            }                                                                                 \
+    }
+
+DEFINE_GENERIC_UKERNEL(ukernel_generic_f32, float, 4, 8)
+DEFINE_GENERIC_UKERNEL(ukernel_generic_f64, double, 4, 4)
+
+const cx_plan_f32 cx_plan_generic_f32 = {4, 8, 256, 128, 2048, ukernel_generic_f32};
+const cx_plan_f64 cx_plan_generic_f64 = {4, 4, 256, 128, 2048, ukernel_generic_f64};
