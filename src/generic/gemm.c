@@ -97,14 +97,27 @@ static void CX_FN(pack_b)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, in
                     dst[j] = 0;
             }
         } else {
-            for (int64_t j = 0; j < cols; ++j) {
+            /* Transposing (B = W^T in the forward pass): eight columns at a
+             * time, so eight source streams advance together and each step
+             * writes eight adjacent values instead of one per cache line. */
+            int64_t j = 0;
+            for (; j + 8 <= cols; j += 8) {
+                const REAL *c0 = src + j * csb;
+                for (int64_t p = 0; p < kc; ++p) {
+                    REAL *dst = bp + p * nr + j;
+                    const REAL *s = c0 + p * rsb;
+                    for (int q = 0; q < 8; ++q)
+                        dst[q] = s[q * csb];
+                }
+            }
+            for (; j < cols; ++j) {
                 const REAL *col = src + j * csb;
                 for (int64_t p = 0; p < kc; ++p)
                     bp[p * nr + j] = col[p * rsb];
             }
             for (int64_t p = 0; p < kc; ++p)
-                for (int64_t j = cols; j < nr; ++j)
-                    bp[p * nr + j] = 0;
+                for (int64_t jj = cols; jj < nr; ++jj)
+                    bp[p * nr + jj] = 0;
         }
         bp += (int64_t)nr * kc;
     }

@@ -21,6 +21,13 @@ TARGET static void UKERNEL(int64_t kc, const REAL *restrict a, const REAL *restr
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v)
             acc[i][v] = V_ZERO();
+    /* The tile of C is read (accumulate) or written at the end: start
+     * bringing its lines in now, while the k loop computes. */
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NV * VL - 1), _MM_HINT_T0);
+    }
 
     for (int64_t p = 0; p < kc; ++p) {
         VEC bv[NV];
