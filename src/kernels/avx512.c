@@ -52,7 +52,7 @@
 /* Measured on a 48 KiB-L1 / 1 MiB-L2 core (bench/): kc = 256 (a 32 KiB B
  * micro-panel in L1) beat 192 and 320; mc: a 256 x 256 float block of A
  * is 256 KiB of L2. */
-const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 320, 256, 4096, ukernel_avx512_f32};
-const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 320, 128, 2048, ukernel_avx512_f64};
+const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 256, 4096, ukernel_avx512_f32};
+const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64};
 
 #endif
