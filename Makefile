@@ -11,7 +11,7 @@ C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kern
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
-.PHONY: install build test demo clean
+.PHONY: install build test demo bench clean
 
 install: $(INSTALLED)
 
@@ -38,6 +38,12 @@ test: build
 
 demo: build
 	$(PY) -m cextend.demo
+
+# The benchmark table (bench/results.json too).  torch's columns appear when
+# torch is installed in $(VENV); numpy's BLAS threads are pinned by threadpoolctl.
+bench: build
+	$(PY) -m pip install --quiet --disable-pip-version-check threadpoolctl
+	$(PY) bench/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build $(VENV) cextend/_C.*so *.egg-info .pytest_cache

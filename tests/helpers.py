@@ -17,6 +17,16 @@ def poisoned(shape, dtype):
     return np.full(shape, np.nan, dtype=dtype)
 
 
+def product_bound(a, b, dtype, bias=None, c=4.0):
+    """The elementwise error bound of assert_product_close for a @ b (+ bias)."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    u = unit_roundoff(dtype)
+    bound = c * max(a64.shape[-1], 1) * u * (np.abs(a64) @ np.abs(b64))
+    if bias is not None:
+        bound = bound + c * u * np.abs(np.asarray(bias, np.float64))
+    return bound
+
+
 def assert_product_close(ours, a, b, dtype, bias=None, c=4.0):
     """ours ~= a @ b (+ bias) within the reduction-scaled bound of DESIGN.md:
 

@@ -1,0 +1,166 @@
+"""The GEMM engine: every ISA against the reference kernel, around every
+blocking edge, on every layout; bitwise identical for any thread count."""
+import itertools
+
+import numpy as np
+import pytest
+
+import cextend as cx
+from cextend import _backend, ops
+from cextend._C import lib
+from helpers import assert_product_close, layouts, poisoned, product_bound
+
+FAST_ISAS = [isa for isa in cx.available_isas() if isa != "reference"]
+# (mr, nr, kc, mc) of each ISA's plan, per dtype, as compiled (src/kernels/).
+BLOCKS = {
+    "generic": {np.float32: (4, 8, 256, 128), np.float64: (4, 4, 256, 128)},
+    "avx2": {np.float32: (6, 16, 256, 144), np.float64: (6, 8, 256, 96)},
+    "avx512": {np.float32: (8, 32, 256, 256), np.float64: (8, 16, 256, 128)},
+}
+
+
+@pytest.fixture
+def isa_and_threads():
+    """Restore the automatic ISA and thread count after each test."""
+    threads = cx.get_num_threads()
+    yield
+    cx.set_isa("auto")
+    cx.set_num_threads(threads)
+
+
+def edge_sizes(block):
+    return sorted({1, block - 1, block, block + 1, 2 * block + 1} - {0})
+
+
+def shapes_for(isa, dtype):
+    """(n, k, m) around each blocking edge: mr/mc on rows, nr on columns, kc on k."""
+    mr, nr, kc, mc = BLOCKS[isa][dtype]
+    cases = set()
+    for n in edge_sizes(mr) + [mc - 1, mc + 1]:
+        cases.add((n, 17, 2 * nr + 3))
+    for m in edge_sizes(nr):
+        cases.add((2 * mr + 1, 9, m))
+    for k in edge_sizes(kc):
+        cases.add((mr + 2, k, nr + 1))
+    cases.add((0, 5, 7))
+    cases.add((3, 0, 5))
+    return sorted(cases)
+
+
+def products(x, w, b, dy):
+    y = ops.linear_forward(x, w, b, out=poisoned((x.shape[0], w.shape[0]), x.dtype))
+    dx, dw, db = (poisoned(s, x.dtype) for s in (x.shape, w.shape, w.shape[:1]))
+    _backend.linear_backward(dy, x, w, dx, dw, db)
+    return y, dx, dw, db
+
+
+CASES = [(isa, dtype, shape) for isa in FAST_ISAS for dtype in (np.float32, np.float64)
+         for shape in shapes_for(isa, dtype)]
+
+
+@pytest.mark.parametrize("isa,dtype,shape", CASES,
+                         ids=["%s-%s-%dx%dx%d" % (i, np.dtype(d).name, *s) for i, d, s in CASES])
+def test_fast_kernel_matches_reference(isa, dtype, shape, isa_and_threads):
+    n, k, m = shape
+    rng = np.random.default_rng(n * 1000 + k * 10 + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    y, dx, dw, db = products(x, w, b, dy)
+    assert_product_close(y, x, w.T, dtype, b)
+    assert_product_close(dx, dy, w, dtype)
+    assert_product_close(dw, dy.T, x, dtype)
+    assert_product_close(db, np.ones(n), dy, dtype)
+    cx.set_isa("reference")
+    ref = products(x, w, b, dy)
+    bounds = (product_bound(x, w.T, dtype, b), product_bound(dy, w, dtype), product_bound(dy.T, x, dtype),
+              product_bound(np.ones(n), dy, dtype))
+    for ours, theirs, bound in zip((y, dx, dw, db), ref, bounds):
+        # Each is within the bound of the exact answer, so within twice it of the other.
+        assert np.all(np.abs(ours.astype(np.float64) - theirs) <= 2 * bound)
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_layout_and_the_small_path_give_the_same_bits(isa, dtype, isa_and_threads):
+    cx.set_isa(isa)
+    mr, nr, _, _ = BLOCKS[isa][dtype]
+    rng = np.random.default_rng(2)
+    for n in (mr - 1, 4 * mr, 4 * mr + 1, 9 * mr + 3):     # both sides of the no-pack threshold
+        x = rng.standard_normal((n, 37)).astype(dtype)
+        w = rng.standard_normal((2 * nr + 5, 37)).astype(dtype)
+        dy = rng.standard_normal((n, 2 * nr + 5)).astype(dtype)
+        reference = ops.linear_forward(x, w), ops.linear_backward(dy, x, w)
+        for (xn, xv), (wn, wv) in itertools.product(list(layouts(x))[:4], list(layouts(w))[:4]):
+            np.testing.assert_array_equal(ops.linear_forward(xv, wv), reference[0], err_msg=xn + wn)
+        for (dn, dv), (xn, xv) in itertools.product(list(layouts(dy))[:4], list(layouts(x))[:4]):
+            for got, want in zip(ops.linear_backward(dv, xv, w), reference[1]):
+                np.testing.assert_array_equal(got, want, err_msg=dn + xn)
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(257, 300, 129), (64, 520, 700), (7, 1000, 390), (300, 64, 5)])
+def test_results_are_bitwise_identical_for_any_thread_count(isa, dtype, shape, isa_and_threads):
+    n, k, m = shape
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    results = []
+    for threads in (1, 2, 3):
+        cx.set_num_threads(threads)
+        results.append(products(x, w, b, dy))
+    for other in results[1:]:
+        for a, b_ in zip(results[0], other):
+            np.testing.assert_array_equal(a, b_)
+
+
+def test_isa_controls(isa_and_threads):
+    assert "reference" in cx.available_isas() and "generic" in cx.available_isas()
+    assert cx.get_isa() == cx.available_isas()[-1]         # auto picks the best
+    cx.set_isa("generic")
+    assert cx.get_isa() == "generic"
+    with pytest.raises(ValueError, match="isa must be one of"):
+        cx.set_isa("sse9")
+    cx.set_isa(None)
+    assert cx.get_isa() == cx.available_isas()[-1]
+    assert lib.cextend_set_isa(7) == -1
+    assert lib.cextend_set_isa(-5) == -1
+
+
+def test_thread_controls(isa_and_threads):
+    cx.set_num_threads(3)
+    assert cx.get_num_threads() == 3
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        cx.set_num_threads(0)
+    with pytest.raises(TypeError):
+        cx.set_num_threads(2.0)
+    assert lib.cextend_set_num_threads(0) == -1
+
+
+def test_forced_isa_from_the_environment():
+    import os
+    import subprocess
+    import sys
+    code = "import cextend; print(cextend.get_isa())"
+    for isa in cx.available_isas():
+        out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, CEXTEND_ISA=isa),
+                             capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == isa
+    bad = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, CEXTEND_ISA="nonsense"),
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "CEXTEND_ISA=nonsense" in bad.stderr
+
+
+def test_omp_num_threads_sets_the_default():
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import cextend; print(cextend.get_num_threads())"],
+                         env=dict(os.environ, OMP_NUM_THREADS="3"), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "3"
