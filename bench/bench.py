@@ -15,7 +15,14 @@ import statistics
 import sys
 import time
 
-import numpy as np
+# Interleaving three libraries' thread pools on few cores is only fair if
+# none keeps spinning on a core after its call: make libgomp (cextend's and
+# torch's) and OpenBLAS (numpy's) threads wait passively.  Must precede the
+# imports that start those pools.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -207,6 +214,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=11, help="samples per case (default 11)")
     parser.add_argument("--quick", action="store_true", help="small shapes and one thread only")
     parser.add_argument("--json", default=os.path.join(HERE, "results.json"), help="where to write results")
+    parser.add_argument("--threads", type=int, nargs="+", help="thread counts to run (default 1 2)")
+    parser.add_argument("--min-n", type=int, default=0, help="skip shapes with fewer rows")
     args = parser.parse_args(argv)
 
     isa = cx.get_isa()
@@ -223,7 +232,8 @@ def main(argv=None):
         "op", "N", "K", "M", "dtype", "th", "ours median [min-max]", "numpy", "torch",
         "np/ours", "th/ours", "GFLOP/s", "%peak"))
     shapes = SHAPES[:3] if args.quick else SHAPES + [LARGER]
-    thread_counts = (1,) if args.quick else (1, 2)
+    shapes = [s for s in shapes if s[0] >= args.min_n]
+    thread_counts = args.threads or ((1,) if args.quick else (1, 2))
     results = []
     for shape in shapes:
         for dtype in (np.float32, np.float64):
