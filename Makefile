@@ -42,7 +42,7 @@ demo: build
 # The benchmark table (bench/results.json too).  torch's columns appear when
 # torch is installed in $(VENV); numpy's BLAS threads are pinned by threadpoolctl.
 bench: build
-	$(PY) -m pip install --quiet --disable-pip-version-check threadpoolctl
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
 
 # Compile every C source for aarch64 (only the portable kernels exist there):

@@ -209,6 +209,18 @@ def overheads(repeats):
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def cpu_model():
+    """The CPU's model name (platform.processor() is empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11, help="samples per case (default 11)")
@@ -222,7 +234,7 @@ def main(argv=None):
     peaks = peak.measure(isa)
     print("cextend %s, ISA %s, numpy %s%s; %s; cores %d" % (
         cx.__version__, isa, np.__version__, ", torch %s" % torch.__version__ if torch else " (torch not installed)",
-        platform.processor() or platform.machine(), os.cpu_count()))
+        cpu_model(), os.cpu_count()))
     if threadpool_limits is None:
         print("note: threadpoolctl missing, numpy's BLAS threads are not pinned")
     print("measured FMA peak per core: %s" % ", ".join("%s %.0f GFLOP/s" % kv for kv in peaks.items()))
@@ -250,7 +262,7 @@ def main(argv=None):
           ", ".join("%s %.1fus" % (name, t * 1e6) for name, t in over.items()))
     record = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": {"processor": platform.processor(), "machine": platform.machine(),
+        "machine": {"processor": cpu_model(), "machine": platform.machine(),
                     "cores": os.cpu_count(), "isa": isa, "peak_gflops_per_core": peaks},
         "versions": {"cextend": cx.__version__, "numpy": np.__version__,
                      "torch": torch.__version__ if torch else None},
