@@ -11,7 +11,7 @@ C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kern
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
-.PHONY: install build test demo bench cross-check clean
+.PHONY: install build test demo bench cross-check sanitize fuzz clean
 
 install: $(INSTALLED)
 
@@ -44,6 +44,22 @@ demo: build
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
+
+# The whole test suite against an ASan + UBSan build of the extension.  The
+# sanitizer runtimes are preloaded into the (unsanitised) Python; any report
+# aborts the run.  The normal build is restored afterwards, pass or fail.
+ASAN_RT := $(shell $(CC) -print-file-name=libasan.so)
+UBSAN_RT := $(shell $(CC) -print-file-name=libubsan.so)
+sanitize: $(INSTALLED)
+	CEXTEND_SANITIZE=1 $(PY) ffi_build.py
+	@status=0; \
+	LD_PRELOAD="$(ASAN_RT) $(UBSAN_RT)" \
+	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	CEXTEND_SANITIZED=1 PYTHONMALLOC=malloc \
+		$(PY) -m pytest tests -s -q -p no:cacheprovider $(PYTEST_ARGS) || status=$$?; \
+	$(PY) ffi_build.py >/dev/null; rm -f $(BUILT); \
+	exit $$status
 
 # Compile every C source for aarch64 (only the portable kernels exist there):
 # no -march anywhere, so the build must not depend on x86.

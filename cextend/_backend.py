@@ -85,7 +85,9 @@ def matrix(arr):
         layout = _blas_layout(rows, cols, row_bytes // itemsize, col_bytes // itemsize)
         if layout is not None:
             return arr, layout[1], layout[0]
-    return np.ascontiguousarray(arr), max(1, cols), 0
+    # np.ascontiguousarray would return a misaligned contiguous array as is:
+    # copy explicitly, into a fresh (aligned) buffer.
+    return np.array(arr, order="C", copy=True), max(1, cols), 0
 
 
 def vector(arr):
@@ -161,9 +163,10 @@ def linear_backward_quick(dy, x, w, want_dx, want_dw, want_db):
     if w.shape[1] != k or dy.shape != (n, m):
         return None
     if not _plain(dy, dtype):
-        # A broadcast or strided gradient (e.g. from sum()): the kernel needs
-        # a stride it can express, and the checked path would copy it too.
-        dy = np.ascontiguousarray(dy)
+        # A broadcast, strided or misaligned gradient (e.g. from sum()): the
+        # kernel needs a stride it can express and an aligned buffer, and the
+        # checked path would copy it too (ascontiguousarray keeps misalignment).
+        dy = np.array(dy, order="C", copy=True)
     ctype = entry[1]
     dx = np.empty((n, k), dtype) if want_dx else None
     dw = np.empty((m, k), dtype) if want_dw else None
