@@ -102,3 +102,71 @@ def test_impossible_allocation_raises_memory_error():
     x = np.broadcast_to(np.ones(1), (2 ** 40, 4))
     with pytest.raises(MemoryError):
         ops.linear_forward(x, np.ones((3, 4)))
+
+
+# ---- the same discipline one level up: C-backed Functions and Tensors --------
+
+import cextend as cx                                          # noqa: E402
+from cextend.functions import Add, GlobalMaxPool, LinearFunction, MulConstant  # noqa: E402
+
+T64 = lambda *s: cx.randn(*s, dtype=cx.double)               # noqa: E731
+
+FUNCTION_CASES = {
+    "Linear input ndarray": (lambda: LinearFunction.apply(np.ones((2, 3)), T64(4, 3)), TypeError, r"^input must be a cextend Tensor, got ndarray"),
+    "Linear weight None": (lambda: LinearFunction.apply(T64(2, 3), None), TypeError, r"^weight must be a cextend Tensor, got NoneType"),
+    "Linear bias list": (lambda: LinearFunction.apply(T64(2, 3), T64(4, 3), [0.0] * 4), TypeError, r"^bias must be a cextend Tensor, got list"),
+    "Linear int input": (lambda: LinearFunction.apply(cx.ones(2, 3, dtype=cx.long), T64(4, 3)), TypeError, r"^x must be float32 or float64, got int64"),
+    "Linear mixed dtypes": (lambda: LinearFunction.apply(cx.randn(2, 3), T64(4, 3)), TypeError, r"^w is float64 but x is float32"),
+    "Linear K mismatch": (lambda: LinearFunction.apply(T64(2, 3), T64(4, 5)), ValueError, r"K = x.shape\[-1\] = 3"),
+    "Linear bias length": (lambda: LinearFunction.apply(T64(2, 3), T64(4, 3), T64(5)), ValueError, r"^b must have shape \(4,\)"),
+    "Linear 1-D weight": (lambda: LinearFunction.apply(T64(2, 3), T64(3)), ValueError, r"^w must be 2-D"),
+    "Linear keyword": (lambda: LinearFunction.apply(T64(2, 3), T64(4, 3), bias=None), TypeError, r"positional arguments only"),
+    "MulConstant string": (lambda: MulConstant.apply(T64(3), "x"), TypeError, r"^constant must be a real number, got str"),
+    "MulConstant tensor constant": (lambda: MulConstant.apply(T64(3), T64(2)), TypeError, r"^constant must be a number or a one-element Tensor"),
+    "Add shapes": (lambda: Add.apply(T64(3), T64(4)), ValueError, r"^a and b must have the same shape"),
+    "Add ndarray": (lambda: Add.apply(T64(3), np.ones(3)), TypeError, r"^input2 must be a cextend Tensor"),
+    "Pool 1-D": (lambda: GlobalMaxPool.apply(T64(5)), ValueError, r"^x must have at least 2 dimension"),
+    "Pool empty plane": (lambda: GlobalMaxPool.apply(T64(2, 0, 3)), ValueError, r"^x has empty"),
+    "Tensor numpy requires grad": (lambda: cx.randn(2, requires_grad=True).numpy(), RuntimeError, r"detach\(\)\.numpy\(\)"),
+    "Tensor int requires grad": (lambda: cx.tensor([1, 2], requires_grad=True), RuntimeError, r"floating point"),
+    "Tensor view non-contiguous": (lambda: T64(2, 3).t().view(6), RuntimeError, r"\.reshape"),
+    "Tensor mm shapes": (lambda: T64(2, 3).mm(T64(2, 3)), RuntimeError, r"cannot be multiplied"),
+    "Tensor bad dim": (lambda: T64(2, 3).sum(5), IndexError, r"Dimension out of range"),
+    "Tensor cuda": (lambda: T64(2).to("cuda"), RuntimeError, r"without CUDA"),
+    "Tensor leaf in-place": (lambda: cx.randn(2, requires_grad=True).add_(1), RuntimeError, r"leaf Variable"),
+    "Tensor complex data": (lambda: cx.tensor(np.zeros(2, complex)), TypeError, r"complex"),
+    "backward non-scalar": (lambda: (cx.randn(2, requires_grad=True) * 2).backward(), RuntimeError, r"scalar outputs"),
+    "cross_entropy target": (lambda: cx.nn.functional.cross_entropy(T64(2, 3), cx.tensor([0, 3])), IndexError, r"target 3 is out of bounds"),
+    "set_isa unknown": (lambda: cx.set_isa("mmx"), ValueError, r"^isa must be one of"),
+    "set_num_threads zero": (lambda: cx.set_num_threads(0), ValueError, r"^n must be >= 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUNCTION_CASES.items()), ids=lambda c: c[0])
+def test_bad_input_to_functions_and_tensors(case):
+    _, (call, error, pattern) = case
+    with pytest.raises(error, match=pattern):
+        call()
+
+
+def test_stride_zero_and_negative_views_give_correct_results():
+    row = np.arange(4.0)
+    x = np.broadcast_to(row, (5, 4))                 # every row the same, stride 0
+    w = np.eye(4)[::-1]                               # negative row stride
+    np.testing.assert_array_equal(ops.linear_forward(x, w), np.tile(row[::-1], (5, 1)))
+    dx, dw, db = ops.linear_backward(np.broadcast_to(np.ones(4), (5, 4)), x, w)
+    np.testing.assert_array_equal(db, np.full(4, 5.0))
+    np.testing.assert_array_equal(dw, np.ones((4, 1)) * (row * 5))
+
+
+def test_nan_and_inf_stay_where_the_math_puts_them():
+    x = np.array([[np.nan, 0.0], [1.0, 2.0], [np.inf, 1.0]])
+    w = np.array([[0.0, 1.0], [1.0, 0.0]])
+    y = ops.linear_forward(x, w)
+    # NaN * 0 is NaN and inf * 0 is NaN, as IEEE says; clean rows stay clean.
+    assert np.isnan(y[0]).all() and np.array_equal(y[1], [2.0, 1.0])
+    assert np.isnan(y[2, 0]) and y[2, 1] == np.inf
+    values, indices = ops.global_max_pool_forward(np.array([[[1.0, np.inf], [np.nan, 2.0]]]))
+    assert indices[0] == 2 and np.isnan(values[0])
+    g = ops.global_max_pool_backward(np.array([5.0]), indices, (1, 2, 2))
+    np.testing.assert_array_equal(g, [[[0, 0], [5, 0]]])   # only the argmax receives it
