@@ -1,0 +1,216 @@
+"""create_extension: build your own C code into an importable module, the
+way torch.utils.ffi did (same signature), on cffi.
+
+    # build.py
+    from cextend.utils.ffi import create_extension
+    ffi = create_extension('_ext.my_lib', headers=['src/my_lib.h'],
+                           sources=['src/my_lib.c'], relative_to=__file__)
+    if __name__ == '__main__':
+        ffi.build()
+
+    # anywhere after the build
+    from _ext import my_lib
+    my_lib.my_lib_add_forward(a, b, out, a.numel())   # Tensors or arrays
+
+`ffi.build()` compiles the C into `<relative_to dir>/_ext/my_lib/` (a
+package whose __init__ wraps every C function), or, with package=True,
+the builder is a cffi_modules entry for setup.py.  Calls through the
+wrapper convert cextend Tensors and numpy arrays passed where the header
+declares `float *`, `double *` or `int64_t *` into pointers, checking that
+the dtype matches, that the data is contiguous (inputs declared `const`
+are copied if not) and that non-const (output) buffers are writable;
+every other argument passes through unchanged.  cffi releases the GIL
+around each call.
+"""
+import os
+import re
+import shutil
+
+import numpy as np
+from cffi import FFI
+
+_POINTER_DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64),
+                   "int64_t": np.dtype(np.int64), "int32_t": np.dtype(np.int32),
+                   "uint8_t": np.dtype(np.uint8)}
+
+
+def _read(paths, base):
+    return "\n".join(open(os.path.join(base, p)).read() for p in paths)
+
+
+def _strip_preprocessor(source):
+    """The header as cffi's cdef reads it: no #include/#define/#if lines."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _const_pointer_params(header):
+    """{function: [True if parameter i is a const pointer]} from prototypes.
+
+    cffi drops const from types, so outputs are told from inputs here.
+    """
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", header, flags=re.S)
+    result = {}
+    for match in re.finditer(r"([A-Za-z_]\w*)\s*\(([^()]*)\)\s*;", text):
+        params = [p.strip() for p in match.group(2).split(",")] if match.group(2).strip() else []
+        result[match.group(1)] = [p.startswith("const") or " const" in p.split("*")[0] for p in params]
+    return result
+
+
+def _cuda_paths():
+    """(include_dir, library_dir) of the CUDA toolkit, or raise.
+
+    The toolkit is the first candidate holding include/cuda_runtime.h:
+    CUDA_HOME, CUDA_PATH, the directory above nvcc's (following links; nvcc
+    may also be a wrapper script elsewhere), /usr/local/cuda, /opt/cuda.
+    """
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates += ["/usr/local/cuda", "/opt/cuda"]
+    for home in filter(None, candidates):
+        include = os.path.join(home, "include")
+        if os.path.isfile(os.path.join(include, "cuda_runtime.h")):
+            lib = os.path.join(home, "lib64")
+            return include, lib if os.path.isdir(lib) else os.path.join(home, "lib")
+    raise RuntimeError("with_cuda=True but no CUDA toolkit was found (set CUDA_HOME; looked in %s)"
+                       % ", ".join(filter(None, candidates)))
+
+
+def create_extension(name, headers, sources, verbose=True, with_cuda=False, package=False,
+                     relative_to=".", **kwargs):
+    """A cffi builder for a C extension named `name` ("pkg.sub.my_lib").
+
+    headers/sources: paths relative to relative_to's directory (pass
+    relative_to=__file__ from build.py).  with_cuda defines WITH_CUDA and
+    adds the CUDA include and library paths (and cudart); extra kwargs
+    (define_macros, include_dirs, extra_objects, extra_compile_args, ...)
+    go to the compiler as in setuptools.  Returns the cffi FFI builder, with
+    a `build()` method.
+    """
+    base = os.path.abspath(os.path.dirname(relative_to) if os.path.isfile(relative_to) or
+                           relative_to.endswith(".py") else relative_to)
+    if isinstance(headers, str):
+        headers = [headers]
+    parts = name.split(".")
+    module_dir = os.path.join(base, *parts)
+    short = parts[-1]
+    wrapper_module = (name + "._" + short) if package else "_" + short
+    header_source = _read(headers, base)
+    include_dirs = list(kwargs.pop("include_dirs", []))
+    include_dirs += [os.path.dirname(os.path.join(base, h)) for h in headers]
+    include_dirs += _extra_include_dirs()
+    kwargs.setdefault("extra_compile_args", ["-std=c11", "-O2"])
+    if with_cuda:
+        cuda_include, cuda_lib = _cuda_paths()
+        include_dirs.append(cuda_include)
+        kwargs.setdefault("define_macros", []).append(("WITH_CUDA", None))
+        kwargs.setdefault("library_dirs", []).append(cuda_lib)
+        kwargs.setdefault("libraries", []).append("cudart")
+    ffi = FFI()
+    ffi.cdef(_strip_preprocessor(header_source))
+    include_lines = "\n".join('#include "%s"' % os.path.basename(h) for h in headers)
+    ffi.set_source(wrapper_module if package else wrapper_module, include_lines,
+                   sources=[os.path.relpath(os.path.join(base, s), base) if package else
+                            os.path.join(base, s) for s in sources],
+                   include_dirs=include_dirs, **kwargs)
+    consts = _const_pointer_params(header_source)
+
+    def build():
+        os.makedirs(module_dir, exist_ok=True)
+        _write_package_inits(base, parts)
+        _write_wrapper(module_dir, "_" + short, consts)
+        built = ffi.compile(tmpdir=os.path.join(base, "build", "cffi_" + "_".join(parts)), verbose=verbose)
+        target = os.path.join(module_dir, os.path.basename(built))
+        shutil.copyfile(built, target)
+        return target
+
+    if package:
+        # setup.py's cffi_modules builds the module; the wrapper package must exist first.
+        os.makedirs(module_dir, exist_ok=True)
+        _write_package_inits(base, parts)
+        _write_wrapper(module_dir, "_" + short, consts)
+    ffi.build = build
+    return ffi
+
+
+def _extra_include_dirs():
+    """cextend's own C headers (the TH shim, when present) for user sources."""
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
+    return [here] if os.path.isdir(here) else []
+
+
+def _write_package_inits(base, parts):
+    path = base
+    for part in parts[:-1]:
+        path = os.path.join(path, part)
+        os.makedirs(path, exist_ok=True)
+        init = os.path.join(path, "__init__.py")
+        if not os.path.exists(init):
+            open(init, "w").close()
+
+
+_WRAPPER = '''"""Generated by cextend.utils.ffi.create_extension: the C functions of %(name)s,
+taking cextend Tensors or numpy arrays for pointer arguments."""
+from cextend.utils.ffi import _wrap_function
+from .%(module)s import ffi as _ffi, lib as _lib
+
+_CONST = %(consts)r
+__all__ = []
+for _symbol in dir(_lib):
+    _value = getattr(_lib, _symbol)
+    globals()[_symbol] = _wrap_function(_value, _ffi, _CONST.get(_symbol)) if callable(_value) else _value
+    __all__.append(_symbol)
+'''
+
+
+def _write_wrapper(module_dir, module, consts):
+    with open(os.path.join(module_dir, "__init__.py"), "w") as f:
+        f.write(_WRAPPER % {"name": os.path.basename(module_dir), "module": module, "consts": consts})
+
+
+def _wrap_function(function, ffi, const_flags=None):
+    """A Python function calling `function` with Tensors/arrays made pointers."""
+    from cextend.tensor import Tensor
+    try:
+        ctype = ffi.typeof(function)
+    except TypeError:
+        return function
+    plans = []
+    for i, arg in enumerate(ctype.args):
+        if arg.kind == "pointer" and arg.item.kind == "primitive" and arg.item.cname in _POINTER_DTYPES:
+            const = bool(const_flags and i < len(const_flags) and const_flags[i])
+            plans.append((_POINTER_DTYPES[arg.item.cname], arg.item.cname, const))
+        else:
+            plans.append(None)
+    name = getattr(function, "__name__", "function")
+
+    def call(*args):
+        if len(args) != len(plans):
+            raise TypeError("%s() takes %d arguments (%d given)" % (name, len(plans), len(args)))
+        converted, keep = [], []
+        for i, (value, plan) in enumerate(zip(args, plans)):
+            if plan is not None and isinstance(value, (Tensor, np.ndarray)):
+                array = value._data if isinstance(value, Tensor) else value
+                dtype, cname, const = plan
+                if array.dtype != dtype:
+                    raise TypeError("%s(): argument %d must be %s data (a %s * parameter), got %s"
+                                    % (name, i + 1, dtype.name, cname, array.dtype))
+                if not (array.flags.c_contiguous and array.flags.aligned):
+                    if not const:
+                        raise ValueError("%s(): argument %d is written through and must be C-contiguous "
+                                         "and aligned; call .contiguous() first" % (name, i + 1))
+                    array = np.array(array, order="C", copy=True)
+                if not const and not array.flags.writeable:
+                    raise ValueError("%s(): argument %d is written through but is read-only" % (name, i + 1))
+                keep.append(array)
+                converted.append(ffi.from_buffer(cname + " *", array))
+                if not const and isinstance(value, Tensor):
+                    value._bump_version()
+            else:
+                converted.append(value)
+        return function(*converted)
+
+    call.__name__ = name
+    call.__doc__ = "%s, with Tensor/ndarray arguments for pointer parameters." % ctype.cname
+    return call
