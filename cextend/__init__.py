@@ -10,14 +10,15 @@ from cextend._dtype import (bool, double, dtype, float, float16, float32, float6
                             int64, long, uint8)
 from cextend._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full,
                                 full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
-                                randn_like, stack, tensor, zeros, zeros_like)
+                                randn_like, range, stack, tensor, zeros, zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from cextend.device import device
 from cextend.tensor import Size, Tensor
 
-from cextend import autograd, functions, nn, ops, optim  # noqa: E402  (after Tensor exists)
+from cextend import autograd, cuda, functions, nn, ops, optim, utils  # noqa: E402  (after Tensor exists)
+import cextend.utils.ffi  # noqa: E402,F401  (cextend.utils.ffi, as torch.utils.ffi was)
 
 __version__ = "0.1.0"
 

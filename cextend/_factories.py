@@ -133,6 +133,21 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _finish(np.arange(start, end, step).astype(_numpy_dtype(dtype)), requires_grad)
 
 
+def range(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Legacy: values from start to end *inclusive* (default float32).
+    Deprecated, as in torch: use arange, which stops before end."""
+    import warnings
+    warnings.warn("cextend.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use cextend.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    _check_device(device)
+    count = int(np.floor((end - start) / step)) + 1
+    values = start + step * np.arange(max(count, 0))
+    return _finish(values.astype(_numpy_dtype(dtype)), requires_grad)
+
+
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     _check_device(device)
     return _finish(np.linspace(start, end, steps).astype(_numpy_dtype(dtype)), requires_grad)

@@ -368,6 +368,16 @@ class Tensor:
     def contiguous(self):
         return self if self._data.flags.c_contiguous else _F.Clone.apply(self)
 
+    def new(self, *args):
+        """Legacy spelling: x.new() is an empty tensor of x's dtype, x.new(2, 3)
+        an uninitialised one of that size, x.new(data) a copy of data."""
+        if not args:
+            return _wrap(np.empty((0,), self._data.dtype))
+        if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
+            source = args[0]._data if isinstance(args[0], Tensor) else args[0]
+            return _wrap(np.array(source, dtype=self._data.dtype))
+        return _wrap(np.empty(_sizes(args), self._data.dtype))
+
     def new_zeros(self, *size, dtype=None, requires_grad=False):
         return self._new(np.zeros, size, dtype, requires_grad)
 

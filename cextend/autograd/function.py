@@ -15,6 +15,7 @@ if any Tensor input requires grad, makes the ctx (an instance of the
 generated node class `MulConstantBackward`) the outputs' grad_fn.
 """
 import functools
+import warnings
 
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import Node, gradient_edge
@@ -142,12 +143,30 @@ class Function:
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement the backward function for a custom Function.")
 
+    def __call__(self, *args):
+        """Legacy style (torch < 0.4): MyFunction()(a, b) with forward(self, ...).
+
+        Runs as a new-style Function whose ctx starts with this instance's
+        attributes, so self.save_for_backward, self.saved_tensors and
+        attributes set in __init__ all work.
+        """
+        warnings.warn("Legacy autograd function with non-static forward method is deprecated. "
+                      "Please use new-style autograd function with static forward method "
+                      "(%s.apply)." % type(self).__name__, DeprecationWarning, stacklevel=2)
+        return type(self)._apply(args, vars(self))
+
     @classmethod
     def apply(cls, *args, **kwargs):
         if kwargs:
             raise TypeError("%s.apply() takes positional arguments only, got keyword(s) %s"
                             % (cls.__name__, ", ".join(sorted(kwargs))))
+        return cls._apply(args)
+
+    @classmethod
+    def _apply(cls, args, state=None):
         ctx = cls._backward_cls()
+        if state:
+            ctx.__dict__.update(state)
         grad_enabled = grad_mode.is_grad_enabled()
         if grad_enabled:
             needs = tuple([type(a) in _TENSOR_TYPES and a._requires_grad for a in args]) \

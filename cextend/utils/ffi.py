@@ -34,6 +34,18 @@ _POINTER_DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64)
                    "uint8_t": np.dtype(np.uint8)}
 
 
+# The TH shim's tensor structs (cextend/include/TH/TH.h), for cffi's cdef:
+# API mode checks this layout against the header at compile time.
+_TH_TYPES = {"THFloatTensor": ("float", np.dtype(np.float32)),
+             "THDoubleTensor": ("double", np.dtype(np.float64)),
+             "THLongTensor": ("int64_t", np.dtype(np.int64))}
+_TH_MAX_DIMS = 8
+_TH_CDEF = "".join(
+    "typedef struct %s { %s *storage; int64_t storage_offset; int64_t capacity; int nDimension; "
+    "int owned; int64_t size[%d]; int64_t stride[%d]; } %s;\n"
+    % (name, real, _TH_MAX_DIMS, _TH_MAX_DIMS, name) for name, (real, _) in _TH_TYPES.items())
+
+
 def _read(paths, base):
     return "\n".join(open(os.path.join(base, p)).read() for p in paths)
 
@@ -108,8 +120,11 @@ def create_extension(name, headers, sources, verbose=True, with_cuda=False, pack
         kwargs.setdefault("library_dirs", []).append(cuda_lib)
         kwargs.setdefault("libraries", []).append("cudart")
     ffi = FFI()
-    ffi.cdef(_strip_preprocessor(header_source))
-    include_lines = "\n".join('#include "%s"' % os.path.basename(h) for h in headers)
+    ffi.cdef(_TH_CDEF + _strip_preprocessor(header_source))
+    # As torch's did, the wrapper includes TH before the user's headers, so
+    # headers written for torch.utils.ffi (TH types, no includes) compile.
+    include_lines = "#include <TH/TH.h>\n" + "\n".join('#include "%s"' % os.path.basename(h)
+                                                       for h in headers)
     ffi.set_source(wrapper_module if package else wrapper_module, include_lines,
                    sources=[os.path.relpath(os.path.join(base, s), base) if package else
                             os.path.join(base, s) for s in sources],
@@ -170,7 +185,8 @@ def _write_wrapper(module_dir, module, consts):
 
 
 def _wrap_function(function, ffi, const_flags=None):
-    """A Python function calling `function` with Tensors/arrays made pointers."""
+    """A Python function calling `function` with Tensors/arrays made pointers
+    (float*, double*, int64_t*, ...) or TH tensor structs (TH*Tensor *)."""
     from cextend.tensor import Tensor
     try:
         ctype = ffi.typeof(function)
@@ -180,7 +196,11 @@ def _wrap_function(function, ffi, const_flags=None):
     for i, arg in enumerate(ctype.args):
         if arg.kind == "pointer" and arg.item.kind == "primitive" and arg.item.cname in _POINTER_DTYPES:
             const = bool(const_flags and i < len(const_flags) and const_flags[i])
-            plans.append((_POINTER_DTYPES[arg.item.cname], arg.item.cname, const))
+            plans.append(("pointer", _POINTER_DTYPES[arg.item.cname], arg.item.cname, const))
+        elif arg.kind == "pointer" and arg.item.kind == "struct" and \
+                arg.item.cname.replace("struct ", "") in _TH_TYPES:
+            th_name = arg.item.cname.replace("struct ", "")
+            plans.append(("th", _TH_TYPES[th_name][1], th_name, False))
         else:
             plans.append(None)
     name = getattr(function, "__name__", "function")
@@ -188,29 +208,145 @@ def _wrap_function(function, ffi, const_flags=None):
     def call(*args):
         if len(args) != len(plans):
             raise TypeError("%s() takes %d arguments (%d given)" % (name, len(plans), len(args)))
-        converted, keep = [], []
-        for i, (value, plan) in enumerate(zip(args, plans)):
-            if plan is not None and isinstance(value, (Tensor, np.ndarray)):
-                array = value._data if isinstance(value, Tensor) else value
-                dtype, cname, const = plan
-                if array.dtype != dtype:
-                    raise TypeError("%s(): argument %d must be %s data (a %s * parameter), got %s"
-                                    % (name, i + 1, dtype.name, cname, array.dtype))
-                if not (array.flags.c_contiguous and array.flags.aligned):
-                    if not const:
-                        raise ValueError("%s(): argument %d is written through and must be C-contiguous "
-                                         "and aligned; call .contiguous() first" % (name, i + 1))
-                    array = np.array(array, order="C", copy=True)
-                if not const and not array.flags.writeable:
-                    raise ValueError("%s(): argument %d is written through but is read-only" % (name, i + 1))
-                keep.append(array)
-                converted.append(ffi.from_buffer(cname + " *", array))
-                if not const and isinstance(value, Tensor):
-                    value._bump_version()
-            else:
-                converted.append(value)
-        return function(*converted)
+        converted, keep, structs = [], [], []
+        try:
+            for i, (value, plan) in enumerate(zip(args, plans)):
+                if plan is not None and isinstance(value, (Tensor, np.ndarray)):
+                    if plan[0] == "th":
+                        struct, array = _to_th(ffi, plan, value, i, name)
+                        structs.append((i, value, struct, array))
+                        keep.append(array)
+                        converted.append(struct)
+                    else:
+                        array, pointer = _to_pointer(ffi, plan, value, i, name)
+                        keep.append(array)
+                        converted.append(pointer)
+                elif plan is not None and plan[0] == "th" and value is not None:
+                    raise TypeError("%s(): argument %d must be a cextend Tensor (a %s *), got %s"
+                                    % (name, i + 1, plan[2], type(value).__name__))
+                else:
+                    converted.append(value)
+            result = function(*converted)
+        except BaseException:
+            for _, _, struct, _ in structs:
+                _release_owned(ffi, struct)
+            raise
+        for i, value, struct, array in structs:
+            _from_th(ffi, struct, value, array, i, name)
+        return result
 
     call.__name__ = name
     call.__doc__ = "%s, with Tensor/ndarray arguments for pointer parameters." % ctype.cname
     return call
+
+
+def _to_pointer(ffi, plan, value, i, name):
+    from cextend.tensor import Tensor
+    _, dtype, cname, const = plan
+    array = value._data if isinstance(value, Tensor) else value
+    if array.dtype != dtype:
+        raise TypeError("%s(): argument %d must be %s data (a %s * parameter), got %s"
+                        % (name, i + 1, dtype.name, cname, array.dtype))
+    if not (array.flags.c_contiguous and array.flags.aligned):
+        if not const:
+            raise ValueError("%s(): argument %d is written through and must be C-contiguous "
+                             "and aligned; call .contiguous() first" % (name, i + 1))
+        array = np.array(array, order="C", copy=True)
+    if not const and not array.flags.writeable:
+        raise ValueError("%s(): argument %d is written through but is read-only" % (name, i + 1))
+    if not const and isinstance(value, Tensor):
+        value._bump_version()
+    return array, ffi.from_buffer(cname + " *", array)
+
+
+def _to_th(ffi, plan, value, i, name):
+    """A TH tensor struct viewing value's storage (Python keeps owning it)."""
+    from cextend.tensor import Tensor
+    _, dtype, cname, _ = plan
+    array = value._data if isinstance(value, Tensor) else value
+    if array.dtype != dtype:
+        raise TypeError("%s(): argument %d must be a %s tensor (a %s *), got %s"
+                        % (name, i + 1, dtype.name, cname, array.dtype))
+    if array.ndim > _TH_MAX_DIMS:
+        raise ValueError("%s(): argument %d has %d dimensions; TH tensors have at most %d"
+                         % (name, i + 1, array.ndim, _TH_MAX_DIMS))
+    strides = [s // array.itemsize for s in array.strides]
+    if not array.flags.aligned or any(s < 0 for s in strides) or \
+            any(s % array.itemsize for s in array.strides):
+        raise ValueError("%s(): argument %d: TH tensors need aligned data and non-negative strides; "
+                         "call .contiguous() first" % (name, i + 1))
+    struct = ffi.new(cname + " *")
+    shape = array.shape if array.ndim else (1,)
+    strides = strides if array.ndim else [1]
+    struct.nDimension = len(shape)
+    for d, (size, stride) in enumerate(zip(shape, strides)):
+        struct.size[d] = size
+        struct.stride[d] = stride
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if array.size else 0
+    struct.capacity = span
+    struct.storage_offset = 0
+    struct.owned = 0
+    real = _TH_TYPES[cname][0]
+    if array.size:
+        struct.storage = (ffi.from_buffer(real + " *", array) if array.flags.c_contiguous
+                          else ffi.cast(real + " *", array.ctypes.data))
+    else:
+        struct.storage = ffi.NULL
+    return struct, array
+
+
+def _libc_free():
+    global _FREE
+    if _FREE is None:
+        libc_ffi = FFI()
+        libc_ffi.cdef("void free(void *);")
+        libc = libc_ffi.dlopen(None)
+        _FREE = lambda address: libc.free(libc_ffi.cast("void *", address))  # noqa: E731
+    return _FREE
+
+
+_FREE = None
+
+
+def _release_owned(ffi, struct):
+    """Free storage C allocated for a struct Python will not adopt."""
+    if struct.owned and struct.storage != ffi.NULL:
+        _libc_free()(int(ffi.cast("uintptr_t", struct.storage)))
+        struct.owned = 0
+        struct.storage = ffi.NULL
+
+
+def _from_th(ffi, struct, value, array, i, name):
+    """After the call: if C resized the tensor, the Tensor takes the new
+    shape and (for storage C allocated) the new storage, freed exactly once
+    when the last array using it is collected."""
+    from cextend.tensor import Tensor
+    ndim = struct.nDimension
+    shape = tuple(struct.size[d] for d in range(ndim))
+    strides = tuple(struct.stride[d] for d in range(ndim))
+    original_shape = array.shape if array.ndim else (1,)
+    original_strides = tuple(s // array.itemsize for s in array.strides) if array.ndim else (1,)
+    unchanged = not struct.owned and shape == original_shape and \
+        (strides == original_strides or array.size == 0)
+    if unchanged:
+        return
+    if not isinstance(value, Tensor):
+        _release_owned(ffi, struct)
+        raise RuntimeError("%s(): argument %d was resized by the C code; pass a cextend Tensor (e.g. "
+                           "x.new()) to receive resized results" % (name, i + 1))
+    dtype = array.dtype
+    if struct.owned:
+        free = _libc_free()
+        address = int(ffi.cast("uintptr_t", struct.storage))
+        owner = ffi.gc(struct.storage, lambda _, address=address: free(address))
+        struct.owned = 0            # Python owns it now
+        base = np.frombuffer(ffi.buffer(owner, max(struct.capacity, 1) * dtype.itemsize), dtype=dtype)
+        base = base[struct.storage_offset:]
+    elif struct.storage_offset == 0:
+        base = array.reshape(-1) if array.flags.c_contiguous else array
+    else:
+        raise RuntimeError("%s(): argument %d: the C code moved the storage offset of a Python-owned "
+                           "tensor, which cextend cannot follow" % (name, i + 1))
+    new = np.lib.stride_tricks.as_strided(base, shape=shape, strides=[s * dtype.itemsize for s in strides])
+    value._data = new
+    value._bump_version()
