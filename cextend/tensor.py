@@ -90,6 +90,19 @@ def _index_key(key):
     return key
 
 
+def _arithmetic(function_name, reflected=False):
+    """A binary operator method: self op other (or other op self), as the
+    named Function; NotImplemented for operands Tensor does not take."""
+    def method(self, other):
+        other = _operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        function = getattr(_F, function_name)
+        return function.apply(other, self) if reflected else function.apply(self, other)
+    method.__name__ = "__%s%s__" % ("r" if reflected else "", function_name.lower())
+    return method
+
+
 class Tensor:
     """A numpy-backed tensor with autograd.
 
@@ -424,45 +437,16 @@ class Tensor:
     __str__ = __repr__
 
     # -- arithmetic ---------------------------------------------------------
-    def __add__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Add.apply(self, other)
-
-    def __radd__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Add.apply(other, self)
-
-    def __sub__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Sub.apply(self, other)
-
-    def __rsub__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Sub.apply(other, self)
-
-    def __mul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Mul.apply(self, other)
-
-    def __rmul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Mul.apply(other, self)
-
-    def __truediv__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Div.apply(self, other)
-
-    def __rtruediv__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is NotImplemented else _F.Div.apply(other, self)
-
-    def __pow__(self, exponent):
-        exponent = _operand(exponent)
-        return NotImplemented if exponent is NotImplemented else _F.Pow.apply(self, exponent)
-
-    def __rpow__(self, base):
-        base = _operand(base)
-        return NotImplemented if base is NotImplemented else _F.Pow.apply(base, self)
+    __add__ = _arithmetic("Add")
+    __radd__ = _arithmetic("Add", reflected=True)
+    __sub__ = _arithmetic("Sub")
+    __rsub__ = _arithmetic("Sub", reflected=True)
+    __mul__ = _arithmetic("Mul")
+    __rmul__ = _arithmetic("Mul", reflected=True)
+    __truediv__ = _arithmetic("Div")
+    __rtruediv__ = _arithmetic("Div", reflected=True)
+    __pow__ = _arithmetic("Pow")
+    __rpow__ = _arithmetic("Pow", reflected=True)
 
     def __neg__(self):
         return _F.Neg.apply(self)
