@@ -202,3 +202,50 @@ def test_legacy_spellings():
     assert cx.cuda.is_available() is False and "CPU" in cx.cuda.unavailable_reason()
     import cextend.utils.ffi as legacy_ffi
     assert callable(legacy_ffi.create_extension)
+
+
+def _cuda_toolkit():
+    from cextend.utils.ffi import _cuda_paths
+    try:
+        return _cuda_paths()
+    except RuntimeError:
+        return None
+
+
+@pytest.mark.skipif(_cuda_toolkit() is None, reason="no CUDA toolkit (headers and cudart) on this machine")
+def test_era_cuda_source_builds_with_thc_and_refuses_cpu_tensors(tmp_path):
+    """An extension-ffi era my_lib_cuda.c (THC API, extern THCState *state)
+    compiles unchanged with with_cuda=True and links against cudart."""
+    (tmp_path / "my_lib_cuda.h").write_text(
+        "int my_lib_add_forward_cuda(THCudaTensor *input1, THCudaTensor *input2, THCudaTensor *output);\n")
+    (tmp_path / "my_lib_cuda.c").write_text(r'''
+#include <THC/THC.h>
+
+extern THCState *state;
+
+int my_lib_add_forward_cuda(THCudaTensor *input1, THCudaTensor *input2, THCudaTensor *output)
+{
+  if (!THCudaTensor_isSameSizeAs(state, input1, input2))
+    return 0;
+  THCudaTensor_resizeAs(state, output, input1);
+  THCudaTensor_copy(state, output, input1);
+  return 1;
+}
+''')
+    (tmp_path / "build.py").write_text(
+        "from cextend.utils.ffi import create_extension\n"
+        "ffi = create_extension('_ext.my_lib_cuda', headers=['my_lib_cuda.h'], sources=['my_lib_cuda.c'],\n"
+        "                       relative_to=__file__, with_cuda=True, verbose=False)\n"
+        "ffi.build()\n")
+    subprocess.run([sys.executable, "build.py"], cwd=tmp_path, check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=ROOT))
+    check = ("from _ext import my_lib_cuda\n"
+             "import cextend\n"
+             "try:\n"
+             "    my_lib_cuda.my_lib_add_forward_cuda(cextend.ones(2), cextend.ones(2), cextend.Tensor())\n"
+             "except TypeError as error:\n"
+             "    print('refused:', error)\n")
+    result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT])))
+    assert result.returncode == 0, result.stderr
+    assert "refused:" in result.stdout and "THCudaTensor" in result.stdout

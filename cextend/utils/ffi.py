@@ -40,10 +40,16 @@ _TH_TYPES = {"THFloatTensor": ("float", np.dtype(np.float32)),
              "THDoubleTensor": ("double", np.dtype(np.float64)),
              "THLongTensor": ("int64_t", np.dtype(np.int64))}
 _TH_MAX_DIMS = 8
-_TH_CDEF = "".join(
-    "typedef struct %s { %s *storage; int64_t storage_offset; int64_t capacity; int nDimension; "
-    "int owned; int64_t size[%d]; int64_t stride[%d]; } %s;\n"
-    % (name, real, _TH_MAX_DIMS, _TH_MAX_DIMS, name) for name, (real, _) in _TH_TYPES.items())
+_TH_STRUCT = ("typedef struct %s { %s *storage; int64_t storage_offset; int64_t capacity; int nDimension; "
+              "int owned; int64_t size[%d]; int64_t stride[%d]; } %s;\n")
+_TH_CDEF = "".join(_TH_STRUCT % (name, real, _TH_MAX_DIMS, _TH_MAX_DIMS, name)
+                   for name, (real, _) in _TH_TYPES.items())
+# With CUDA: THC's device tensor and the state era code declares `extern`.
+_THC_CDEF = (_TH_STRUCT % ("THCudaTensor", "float", _TH_MAX_DIMS, _TH_MAX_DIMS, "THCudaTensor") +
+             "typedef struct THCState { int device; } THCState;\n")
+_THC_SOURCE = ("#include <THC/THC.h>\n"
+               "static THCState cextend_thc_state;\n"
+               "THCState *state = &cextend_thc_state;\n")
 
 
 def _read(paths, base):
@@ -118,13 +124,14 @@ def create_extension(name, headers, sources, verbose=True, with_cuda=False, pack
         include_dirs.append(cuda_include)
         kwargs.setdefault("define_macros", []).append(("WITH_CUDA", None))
         kwargs.setdefault("library_dirs", []).append(cuda_lib)
+        kwargs.setdefault("runtime_library_dirs", []).append(cuda_lib)
         kwargs.setdefault("libraries", []).append("cudart")
     ffi = FFI()
-    ffi.cdef(_TH_CDEF + _strip_preprocessor(header_source))
+    ffi.cdef(_TH_CDEF + (_THC_CDEF if with_cuda else "") + _strip_preprocessor(header_source))
     # As torch's did, the wrapper includes TH before the user's headers, so
     # headers written for torch.utils.ffi (TH types, no includes) compile.
-    include_lines = "#include <TH/TH.h>\n" + "\n".join('#include "%s"' % os.path.basename(h)
-                                                       for h in headers)
+    include_lines = "#include <TH/TH.h>\n" + (_THC_SOURCE if with_cuda else "") + \
+        "\n".join('#include "%s"' % os.path.basename(h) for h in headers)
     ffi.set_source(wrapper_module if package else wrapper_module, include_lines,
                    sources=[os.path.relpath(os.path.join(base, s), base) if package else
                             os.path.join(base, s) for s in sources],
@@ -198,6 +205,9 @@ def _wrap_function(function, ffi, const_flags=None):
             const = bool(const_flags and i < len(const_flags) and const_flags[i])
             plans.append(("pointer", _POINTER_DTYPES[arg.item.cname], arg.item.cname, const))
         elif arg.kind == "pointer" and arg.item.kind == "struct" and \
+                arg.item.cname.replace("struct ", "") == "THCudaTensor":
+            plans.append(("thc", None, "THCudaTensor", False))
+        elif arg.kind == "pointer" and arg.item.kind == "struct" and \
                 arg.item.cname.replace("struct ", "") in _TH_TYPES:
             th_name = arg.item.cname.replace("struct ", "")
             plans.append(("th", _TH_TYPES[th_name][1], th_name, False))
@@ -211,6 +221,10 @@ def _wrap_function(function, ffi, const_flags=None):
         converted, keep, structs = [], [], []
         try:
             for i, (value, plan) in enumerate(zip(args, plans)):
+                if plan is not None and plan[0] == "thc":
+                    raise TypeError("%s(): argument %d is a THCudaTensor *, but cextend has no CUDA "
+                                    "tensors in this build (cextend.cuda.is_available() is False)"
+                                    % (name, i + 1))
                 if plan is not None and isinstance(value, (Tensor, np.ndarray)):
                     if plan[0] == "th":
                         struct, array = _to_th(ffi, plan, value, i, name)
