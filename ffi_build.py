@@ -51,9 +51,18 @@ def cdef_source(header_text):
 
     cffi does not run the preprocessor, so drop the C++ guard block and
     every remaining preprocessor line; what is left is plain declarations.
+    The CUDA section lives in a separate library (cextend.cuda loads it),
+    so it is left out here.
     """
-    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", header_text, flags=re.S)
+    text = re.sub(r"/\* CEXTEND_CUDA_API_BEGIN \*/.*?/\* CEXTEND_CUDA_API_END \*/", "", header_text, flags=re.S)
+    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def cuda_cdef_source(header_text):
+    """Only the CUDA section of the header, for cextend.cuda's ABI-mode ffi."""
+    match = re.search(r"/\* CEXTEND_CUDA_API_BEGIN \*/(.*?)/\* CEXTEND_CUDA_API_END \*/", header_text, flags=re.S)
+    return match.group(1) if match else ""
 
 
 def _read(path):

@@ -151,6 +151,84 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
                                          const double *grad_values, const int64_t *indices,
                                          double *grad_x);
 
+/* ---- CUDA (optional) -------------------------------------------------------
+ * Built by nvcc into a separate library (`make cuda`, CEXTEND_CUDA=1) that
+ * cextend.cuda loads; the CPU module's cdef stops at the marker below.
+ * The same status codes; CEXTEND_ERR_CUDA carries CUDA's message.  Pointer
+ * arguments of the kernels are device pointers; the linear, add,
+ * mul_constant and pool entry points take exactly the CPU signatures.
+ * Every launch is checked, and work is queued on the default stream
+ * (results are ready for the next call or a copy to the host).
+ */
+/* CEXTEND_CUDA_API_BEGIN */
+const char *cextend_cuda_last_error(void);
+int cextend_cuda_device_count(int *count);
+int cextend_cuda_malloc(void **ptr, int64_t bytes);
+int cextend_cuda_free(void *ptr);
+/* kind: 0 host to device, 1 device to host, 2 device to device */
+int cextend_cuda_memcpy(void *dst, const void *src, int64_t bytes, int kind);
+int cextend_cuda_synchronize(void);
+
+int cextend_cuda_linear_forward_f32(int64_t n, int64_t k, int64_t m,
+                                    const float *x, int64_t ldx, int transx,
+                                    const float *w, int64_t ldw, int transw,
+                                    const float *b, float *y, int64_t ldy);
+int cextend_cuda_linear_forward_f64(int64_t n, int64_t k, int64_t m,
+                                    const double *x, int64_t ldx, int transx,
+                                    const double *w, int64_t ldw, int transw,
+                                    const double *b, double *y, int64_t ldy);
+int cextend_cuda_linear_backward_f32(int64_t n, int64_t k, int64_t m,
+                                     const float *dy, int64_t lddy, int transdy,
+                                     const float *x, int64_t ldx, int transx,
+                                     const float *w, int64_t ldw, int transw,
+                                     float *dx, int64_t lddx, float *dw, int64_t lddw, float *db);
+int cextend_cuda_linear_backward_f64(int64_t n, int64_t k, int64_t m,
+                                     const double *dy, int64_t lddy, int transdy,
+                                     const double *x, int64_t ldx, int transx,
+                                     const double *w, int64_t ldw, int transw,
+                                     double *dx, int64_t lddx, double *dw, int64_t lddw, double *db);
+int cextend_cuda_add_forward_f32(int64_t count, const float *a, const float *b, float *out);
+int cextend_cuda_add_forward_f64(int64_t count, const double *a, const double *b, double *out);
+int cextend_cuda_add_backward_f32(int64_t count, const float *grad_out, float *grad_a, float *grad_b);
+int cextend_cuda_add_backward_f64(int64_t count, const double *grad_out, double *grad_a, double *grad_b);
+int cextend_cuda_mul_constant_forward_f32(int64_t count, const float *x, float c, float *out);
+int cextend_cuda_mul_constant_forward_f64(int64_t count, const double *x, double c, double *out);
+int cextend_cuda_mul_constant_backward_f32(int64_t count, const float *grad_out, float c, float *grad_x);
+int cextend_cuda_mul_constant_backward_f64(int64_t count, const double *grad_out, double c, double *grad_x);
+int cextend_cuda_global_max_pool_forward_f32(int64_t planes, int64_t plane_size,
+                                             const float *x, float *values, int64_t *indices);
+int cextend_cuda_global_max_pool_forward_f64(int64_t planes, int64_t plane_size,
+                                             const double *x, double *values, int64_t *indices);
+int cextend_cuda_global_max_pool_backward_f32(int64_t planes, int64_t plane_size,
+                                              const float *grad_values, const int64_t *indices,
+                                              float *grad_x);
+int cextend_cuda_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
+                                              const double *grad_values, const int64_t *indices,
+                                              double *grad_x);
+/* Engine helpers: out = value; y += alpha * x; out = a op b (op 0 add,
+ * 1 subtract, 2 multiply; b == NULL: the scalar s instead, swapped when
+ * reversed); sums over the middle axis of (outer, reduce, inner), each
+ * output summed in index order (deterministic, no atomics); relu and its
+ * backward; dtype casts; a strided gather into contiguous dst (strides in
+ * elements, 0 for broadcast dims; at most 8 dims). */
+int cextend_cuda_fill_f32(int64_t count, float value, float *out);
+int cextend_cuda_fill_f64(int64_t count, double value, double *out);
+int cextend_cuda_axpy_f32(int64_t count, float alpha, const float *x, float *y);
+int cextend_cuda_axpy_f64(int64_t count, double alpha, const double *x, double *y);
+int cextend_cuda_binary_f32(int op, int64_t count, const float *a, const float *b, float s, int reversed, float *out);
+int cextend_cuda_binary_f64(int op, int64_t count, const double *a, const double *b, double s, int reversed, double *out);
+int cextend_cuda_sum_f32(int64_t outer, int64_t reduce, int64_t inner, const float *x, float *out);
+int cextend_cuda_sum_f64(int64_t outer, int64_t reduce, int64_t inner, const double *x, double *out);
+int cextend_cuda_relu_f32(int64_t count, const float *x, float *out);
+int cextend_cuda_relu_f64(int64_t count, const double *x, double *out);
+int cextend_cuda_relu_backward_f32(int64_t count, const float *x, const float *grad_out, float *grad_x);
+int cextend_cuda_relu_backward_f64(int64_t count, const double *x, const double *grad_out, double *grad_x);
+int cextend_cuda_cast_f32_f64(int64_t count, const float *src, double *dst);
+int cextend_cuda_cast_f64_f32(int64_t count, const double *src, float *dst);
+int cextend_cuda_strided_copy(int ndim, const int64_t *shape, const int64_t *strides,
+                              int64_t elem_size, const void *src, void *dst);
+/* CEXTEND_CUDA_API_END */
+
 #ifdef __cplusplus
 }
 #endif

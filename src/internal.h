@@ -12,6 +12,10 @@
 
 #include "cextend.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__GNUC__)
 #define CX_INTERNAL __attribute__((visibility("hidden")))
 #define CX_PRINTF(fmt_pos, args_pos) __attribute__((format(printf, fmt_pos, args_pos)))
@@ -51,6 +55,33 @@ CX_INTERNAL int cx_check_vector(const char *fn, const char *name, int nullable,
                                 const void *ptr, int ptr_pos,
                                 int64_t count, int count_pos, const char *count_name,
                                 size_t elem_size);
+
+/*
+ * Whole-argument-list validation of each entry point, shared by the CPU
+ * kernels and the CUDA library so both report the same statuses and
+ * messages.  Positions and names are those of cextend.h; es is the element
+ * size.  Each returns 0 or the (negative) status.
+ */
+CX_INTERNAL int cx_validate_linear_forward(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
+                                           const void *x, int64_t ldx, int transx,
+                                           const void *w, int64_t ldw, int transw,
+                                           const void *b, const void *y, int64_t ldy);
+CX_INTERNAL int cx_validate_linear_backward(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
+                                            const void *dy, int64_t lddy, int transdy,
+                                            const void *x, int64_t ldx, int transx,
+                                            const void *w, int64_t ldw, int transw,
+                                            const void *dx, int64_t lddx, const void *dw, int64_t lddw,
+                                            const void *db);
+CX_INTERNAL int cx_validate_add_forward(const char *fn, size_t es, int64_t count,
+                                        const void *a, const void *b, const void *out);
+CX_INTERNAL int cx_validate_add_backward(const char *fn, size_t es, int64_t count,
+                                         const void *grad_out, const void *grad_a, const void *grad_b);
+CX_INTERNAL int cx_validate_unary(const char *fn, size_t es, int64_t count, const void *in,
+                                  const char *in_name, const void *out, const char *out_name);
+CX_INTERNAL int cx_validate_pool_forward(const char *fn, size_t es, int64_t planes, int64_t plane_size,
+                                         const void *x, const void *values, const void *indices);
+CX_INTERNAL int cx_validate_pool_backward(const char *fn, size_t es, int64_t planes, int64_t plane_size,
+                                          const void *grad_values, const void *indices, const void *grad_x);
 
 /* Strides (in elements) of the logical element [i][j] of a BLAS-style operand. */
 static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_t *col_stride)
@@ -143,5 +174,9 @@ CX_INTERNAL void cx_column_sums_f64(int64_t M, int64_t N, const double *a,
 #define CX_FN(name) CX_PASTE(name, SFX)
 #define CX_STR_(x) #x
 #define CX_STR(x) CX_STR_(x)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CEXTEND_INTERNAL_H */

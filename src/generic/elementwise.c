@@ -6,12 +6,8 @@
 int CX_FN(cextend_add_forward)(int64_t count, const REAL *a, const REAL *b, REAL *out)
 {
     static const char fn[] = "cextend_add_forward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "count", count)) ||
-        (st = cx_check_vector(fn, "a", 0, a, 2, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "b", 0, b, 3, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "out", 0, out, 4, count, 1, "count", es)))
+    int st = cx_validate_add_forward(fn, sizeof(REAL), count, a, b, out);
+    if (st)
         return st;
     for (int64_t i = 0; i < count; ++i)
         out[i] = a[i] + b[i];
@@ -21,12 +17,8 @@ int CX_FN(cextend_add_forward)(int64_t count, const REAL *a, const REAL *b, REAL
 int CX_FN(cextend_add_backward)(int64_t count, const REAL *grad_out, REAL *grad_a, REAL *grad_b)
 {
     static const char fn[] = "cextend_add_backward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "count", count)) ||
-        (st = cx_check_vector(fn, "grad_out", 0, grad_out, 2, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "grad_a", 1, grad_a, 3, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "grad_b", 1, grad_b, 4, count, 1, "count", es)))
+    int st = cx_validate_add_backward(fn, sizeof(REAL), count, grad_out, grad_a, grad_b);
+    if (st)
         return st;
     /* d(a + b)/da = d(a + b)/db = 1: both gradients are copies of grad_out. */
     for (int64_t i = 0; i < count; ++i) {
@@ -42,11 +34,8 @@ int CX_FN(cextend_add_backward)(int64_t count, const REAL *grad_out, REAL *grad_
 int CX_FN(cextend_mul_constant_forward)(int64_t count, const REAL *x, REAL c, REAL *out)
 {
     static const char fn[] = "cextend_mul_constant_forward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "count", count)) ||
-        (st = cx_check_vector(fn, "x", 0, x, 2, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "out", 0, out, 4, count, 1, "count", es)))
+    int st = cx_validate_unary(fn, sizeof(REAL), count, x, "x", out, "out");
+    if (st)
         return st;
     for (int64_t i = 0; i < count; ++i)
         out[i] = x[i] * c;
@@ -56,11 +45,8 @@ int CX_FN(cextend_mul_constant_forward)(int64_t count, const REAL *x, REAL c, RE
 int CX_FN(cextend_mul_constant_backward)(int64_t count, const REAL *grad_out, REAL c, REAL *grad_x)
 {
     static const char fn[] = "cextend_mul_constant_backward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "count", count)) ||
-        (st = cx_check_vector(fn, "grad_out", 0, grad_out, 2, count, 1, "count", es)) ||
-        (st = cx_check_vector(fn, "grad_x", 0, grad_x, 4, count, 1, "count", es)))
+    int st = cx_validate_unary(fn, sizeof(REAL), count, grad_out, "grad_out", grad_x, "grad_x");
+    if (st)
         return st;
     for (int64_t i = 0; i < count; ++i)
         grad_x[i] = grad_out[i] * c;

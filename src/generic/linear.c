@@ -15,15 +15,8 @@ int CX_FN(cextend_linear_forward)(int64_t n, int64_t k, int64_t m,
                                   const REAL *b, REAL *y, int64_t ldy)
 {
     static const char fn[] = "cextend_linear_forward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "n", n)) || (st = cx_check_size(fn, 2, "k", k)) ||
-        (st = cx_check_size(fn, 3, "m", m)))
-        return st;
-    if ((st = cx_check_matrix(fn, "x", 0, x, 4, n, k, ldx, 5, "ldx", transx, 6, "transx", es)) ||
-        (st = cx_check_matrix(fn, "w", 0, w, 7, m, k, ldw, 8, "ldw", transw, 9, "transw", es)) ||
-        (st = cx_check_vector(fn, "b", 1, b, 10, m, 3, "m", es)) ||
-        (st = cx_check_matrix(fn, "y", 0, y, 11, n, m, ldy, 12, "ldy", 0, 0, "", es)))
+    int st = cx_validate_linear_forward(fn, sizeof(REAL), n, k, m, x, ldx, transx, w, ldw, transw, b, y, ldy);
+    if (st)
         return st;
     if (n == 0 || m == 0)
         return CEXTEND_OK;
@@ -43,21 +36,9 @@ int CX_FN(cextend_linear_backward)(int64_t n, int64_t k, int64_t m,
                                    REAL *dw, int64_t lddw, REAL *db)
 {
     static const char fn[] = "cextend_linear_backward_" CX_STR(SFX);
-    const size_t es = sizeof(REAL);
-    int st;
-    if ((st = cx_check_size(fn, 1, "n", n)) || (st = cx_check_size(fn, 2, "k", k)) ||
-        (st = cx_check_size(fn, 3, "m", m)))
-        return st;
-    if ((st = cx_check_matrix(fn, "dy", 0, dy, 4, n, m, lddy, 5, "lddy", transdy, 6, "transdy", es)) ||
-        (st = cx_check_matrix(fn, "x", 0, x, 7, n, k, ldx, 8, "ldx", transx, 9, "transx", es)) ||
-        (st = cx_check_matrix(fn, "w", 0, w, 10, m, k, ldw, 11, "ldw", transw, 12, "transw", es)))
-        return st;
-    /* A skipped output's leading dimension is never used, so it is not checked. */
-    if (dx && (st = cx_check_matrix(fn, "dx", 1, dx, 13, n, k, lddx, 14, "lddx", 0, 0, "", es)))
-        return st;
-    if (dw && (st = cx_check_matrix(fn, "dw", 1, dw, 15, m, k, lddw, 16, "lddw", 0, 0, "", es)))
-        return st;
-    if ((st = cx_check_vector(fn, "db", 1, db, 17, m, 3, "m", es)))
+    int st = cx_validate_linear_backward(fn, sizeof(REAL), n, k, m, dy, lddy, transdy, x, ldx, transx,
+                                         w, ldw, transw, dx, lddx, dw, lddw, db);
+    if (st)
         return st;
 
     int64_t rsdy, csdy, rsx, csx, rsw, csw;

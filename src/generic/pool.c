@@ -23,33 +23,12 @@ static int64_t CX_FN(argmax)(const REAL *v, int64_t len)
     return best;
 }
 
-/* planes x plane_size contiguous elements: blame an impossible size on plane_size. */
-static int CX_FN(check_planes)(const char *fn, int64_t planes, int64_t plane_size)
-{
-    int st;
-    if ((st = cx_check_size(fn, 1, "planes", planes)) ||
-        (st = cx_check_size(fn, 2, "plane_size", plane_size)))
-        return st;
-    int64_t total;
-    if (__builtin_mul_overflow(planes, plane_size, &total) ||
-        __builtin_mul_overflow(total, (int64_t)sizeof(REAL), &total))
-        return cx_illegal(fn, 2, "plane_size", "%lld planes of %lld elements overflow a byte count",
-                          (long long)planes, (long long)plane_size);
-    return 0;
-}
-
 int CX_FN(cextend_global_max_pool_forward)(int64_t planes, int64_t plane_size,
                                            const REAL *x, REAL *values, int64_t *indices)
 {
     static const char fn[] = "cextend_global_max_pool_forward_" CX_STR(SFX);
-    int st;
-    if ((st = CX_FN(check_planes)(fn, planes, plane_size)))
-        return st;
-    if (planes > 0 && plane_size == 0)
-        return cx_illegal(fn, 2, "plane_size", "must be >= 1 when planes > 0: the max of an empty plane is undefined");
-    if ((st = cx_check_vector(fn, "x", 0, x, 3, planes * plane_size, 2, "plane_size", sizeof(REAL))) ||
-        (st = cx_check_vector(fn, "values", 0, values, 4, planes, 1, "planes", sizeof(REAL))) ||
-        (st = cx_check_vector(fn, "indices", 0, indices, 5, planes, 1, "planes", sizeof(int64_t))))
+    int st = cx_validate_pool_forward(fn, sizeof(REAL), planes, plane_size, x, values, indices);
+    if (st)
         return st;
     for (int64_t p = 0; p < planes; ++p) {
         const REAL *plane = x + p * plane_size;
@@ -65,12 +44,8 @@ int CX_FN(cextend_global_max_pool_backward)(int64_t planes, int64_t plane_size,
                                             REAL *grad_x)
 {
     static const char fn[] = "cextend_global_max_pool_backward_" CX_STR(SFX);
-    int st;
-    if ((st = CX_FN(check_planes)(fn, planes, plane_size)))
-        return st;
-    if ((st = cx_check_vector(fn, "grad_values", 0, grad_values, 3, planes, 1, "planes", sizeof(REAL))) ||
-        (st = cx_check_vector(fn, "indices", 0, indices, 4, planes, 1, "planes", sizeof(int64_t))) ||
-        (st = cx_check_vector(fn, "grad_x", 0, grad_x, 5, planes * plane_size, 2, "plane_size", sizeof(REAL))))
+    int st = cx_validate_pool_backward(fn, sizeof(REAL), planes, plane_size, grad_values, indices, grad_x);
+    if (st)
         return st;
     /* Every index is checked before grad_x is touched: a bad one writes nothing. */
     for (int64_t p = 0; p < planes; ++p)
