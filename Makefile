@@ -11,7 +11,7 @@ C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kern
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
-.PHONY: install build test demo bench cross-check sanitize fuzz valgrind clean
+.PHONY: install build test demo bench cross-check sanitize fuzz valgrind cuda clean
 
 install: $(INSTALLED)
 
@@ -73,6 +73,11 @@ valgrind: build
 	echo "valgrind: $$errors memcheck errors in the process, $$ours in cextend's code (build/valgrind.log)"; \
 	test "$$ours" -eq 0
 
+# The optional CUDA library (nvcc); with a GPU present, its tests run too.
+cuda: build
+	$(PY) cuda_build.py
+	$(PY) -m pytest tests/test_cuda.py -q $(PYTEST_ARGS)
+
 # Long fuzzing and property testing (make test runs short, fixed counts).
 FUZZ_EXAMPLES ?= 20000
 fuzz: build
@@ -90,4 +95,4 @@ cross-check:
 	@echo "cross-check: every C source compiles for $$($(CROSS_CC) -dumpmachine)"
 
 clean:
-	rm -rf build $(VENV) cextend/_C.*so *.egg-info .pytest_cache
+	rm -rf build $(VENV) cextend/_C.*so cextend/libcextend_cuda.so *.egg-info .pytest_cache

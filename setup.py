@@ -1,8 +1,24 @@
 """setuptools entry point: the cffi module is built from ffi_build.py.
 
-Metadata lives in pyproject.toml; this file only wires in cffi_modules,
-which pyproject.toml cannot express.
+Metadata lives in pyproject.toml; this file wires in cffi_modules, which
+pyproject.toml cannot express, and the optional CUDA library: with
+CEXTEND_CUDA=1, nvcc builds cextend/libcextend_cuda.so into the package
+(a missing nvcc is then a build error, not a silent CPU-only install).
 """
-from setuptools import setup
+import os
 
-setup(cffi_modules=["ffi_build.py:ffibuilder"])
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+
+class BuildWithOptionalCuda(build_py):
+    def run(self):
+        if os.environ.get("CEXTEND_CUDA", "").strip().lower() in ("1", "yes", "true", "on"):
+            import sys
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from cuda_build import build_cuda_library
+            build_cuda_library()
+        super().run()
+
+
+setup(cffi_modules=["ffi_build.py:ffibuilder"], cmdclass={"build_py": BuildWithOptionalCuda})
