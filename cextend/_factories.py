@@ -15,7 +15,12 @@ def _numpy_dtype(dtype, default=_dtype.DEFAULT_FLOAT):
     return (default if dtype is None else _dtype.as_dtype(dtype)).numpy
 
 
-def _finish(array, requires_grad):
+def _finish(array, requires_grad, device=None):
+    if device is not None:
+        from cextend.device import as_device
+        if as_device(device).type == "cuda":
+            from cextend._device import DeviceArray
+            array = DeviceArray.from_host(array)
     t = _wrap(array)
     if requires_grad:
         t.requires_grad = True      # checks the dtype can require grad
@@ -45,7 +50,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
                             % type(data).__name__)
     if dtype is not None:
         array = array.astype(_numpy_dtype(dtype))
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -71,12 +76,12 @@ def from_numpy(array):
 def _check_device(device):
     if device is not None:
         from cextend.device import as_device
-        as_device(device).require_cpu("tensor factory")
+        as_device(device).require_available("tensor factory")
 
 
 def _filled(make, size, dtype, requires_grad, device):
     _check_device(device)
-    return _finish(make(_sizes(size), _numpy_dtype(dtype)), requires_grad)
+    return _finish(make(_sizes(size), _numpy_dtype(dtype)), requires_grad, device)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -103,14 +108,14 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     _check_device(device)
     rng = generator or _random.generator()
     draw = rng.standard_normal(_sizes(size), dtype=np.float64).astype(numpy_dtype)
-    return _finish(draw, requires_grad)
+    return _finish(draw, requires_grad, device)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
     rng = generator or _random.generator()
-    return _finish(rng.random(_sizes(size)).astype(numpy_dtype), requires_grad)
+    return _finish(rng.random(_sizes(size)).astype(numpy_dtype), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None, generator=None):

@@ -144,3 +144,153 @@ def to_host(buffer, shape, dtype):
 def synchronize():
     ffi, lib = library()
     check(lib.cextend_cuda_synchronize())
+
+
+# -- the runtime behind DeviceArray (cextend._device) -----------------------------
+
+_SFX = {np.dtype(np.float32): ("f32", "float *"), np.dtype(np.float64): ("f64", "double *")}
+
+
+class _CudaRuntime:
+    """Device memory and kernels for DeviceArray and the C-backed Functions.
+
+    Buffers are DeviceBuffers; kernel methods take DeviceArrays (contiguous,
+    one dtype) and raise the exception their status maps to.
+    """
+
+    name = "cuda"
+
+    def __init__(self):
+        self.ffi, self.lib = library()
+
+    # memory
+    def alloc(self, nbytes):
+        return DeviceBuffer(nbytes)
+
+    def _at(self, buffer, byte_offset=0):
+        return self.ffi.cast("char *", buffer.ptr) + byte_offset
+
+    def upload(self, buffer, array):
+        array = np.ascontiguousarray(array)
+        if array.nbytes:
+            check(self.lib.cextend_cuda_memcpy(buffer.ptr, self.ffi.from_buffer(array), array.nbytes, 0))
+
+    def download(self, buffer, shape, dtype):
+        return to_host(buffer, shape, dtype)
+
+    def copy(self, dst, src, nbytes):
+        if nbytes:
+            check(self.lib.cextend_cuda_memcpy(dst.ptr, src.ptr, nbytes, 2))
+
+    def read(self, buffer, offset, dtype):
+        out = np.empty((), dtype)
+        check(self.lib.cextend_cuda_memcpy(self.ffi.from_buffer(out), self._at(buffer, offset * out.itemsize),
+                                           out.itemsize, 1))
+        return out
+
+    def write(self, buffer, offset, dtype, value):
+        value = np.asarray(value, dtype)
+        check(self.lib.cextend_cuda_memcpy(self._at(buffer, offset * value.itemsize),
+                                           self.ffi.from_buffer(value), value.itemsize, 0))
+
+    def _typed(self, name, dtype):
+        sfx, ctype = _SFX[np.dtype(dtype)]
+        return getattr(self.lib, "cextend_cuda_%s_%s" % (name, sfx)), ctype
+
+    def _p(self, array_or_buffer, ctype):
+        if array_or_buffer is None:
+            return self.ffi.NULL
+        buffer = getattr(array_or_buffer, "buffer", array_or_buffer)
+        return self.ffi.cast(ctype, buffer.ptr)
+
+    # engine helpers
+    def fill(self, buffer, dtype, count, value):
+        if np.dtype(dtype) == np.int64:
+            self.upload(buffer, np.full(count, value, np.int64))
+            return
+        fn, ctype = self._typed("fill", dtype)
+        check(fn(count, value, self._p(buffer, ctype)))
+
+    def binary(self, op, dtype, count, a, b, scalar, reversed_, out):
+        fn, ctype = self._typed("binary", dtype)
+        check(fn(op, count, self._p(a, ctype), self._p(b, ctype), scalar, int(reversed_), self._p(out, ctype)))
+
+    def sum(self, buffer, dtype, outer, reduce, inner, out):
+        fn, ctype = self._typed("sum", dtype)
+        check(fn(outer, reduce, inner, self._p(buffer, ctype), self._p(out, ctype)))
+
+    def cast(self, src, src_dtype, dst, dst_dtype, count):
+        names = {(np.dtype(np.float32), np.dtype(np.float64)): ("cextend_cuda_cast_f32_f64", "float *", "double *"),
+                 (np.dtype(np.float64), np.dtype(np.float32)): ("cextend_cuda_cast_f64_f32", "double *", "float *")}
+        key = (np.dtype(src_dtype), np.dtype(dst_dtype))
+        if key not in names:
+            raise TypeError("cuda tensors cast between float32 and float64 only, not %s to %s" % key)
+        name, src_type, dst_type = names[key]
+        check(getattr(self.lib, name)(count, self._p(src, src_type), self._p(dst, dst_type)))
+
+    def strided_copy(self, shape, strides, itemsize, src, dst):
+        check(self.lib.cextend_cuda_strided_copy(len(shape), self.ffi.new("int64_t[]", list(shape) or [0]),
+                                                 self.ffi.new("int64_t[]", list(strides) or [0]), itemsize,
+                                                 src.ptr, dst.ptr))
+
+    def axpy(self, alpha, x, y):
+        fn, ctype = self._typed("axpy", x.dtype)
+        check(fn(x.size, alpha, self._p(x, ctype), self._p(y, ctype)))
+
+    # the C-backed Functions' kernels
+    def linear_forward(self, x, w, b, y):
+        (n, k), m = x.shape, w.shape[0]
+        fn, ctype = self._typed("linear_forward", x.dtype)
+        check(fn(n, k, m, self._p(x, ctype), max(k, 1), 0, self._p(w, ctype), max(k, 1), 0,
+                 self._p(b, ctype), self._p(y, ctype), max(m, 1)))
+
+    def linear_backward(self, dy, x, w, dx, dw, db):
+        (n, k), m = x.shape, w.shape[0]
+        fn, ctype = self._typed("linear_backward", x.dtype)
+        check(fn(n, k, m, self._p(dy, ctype), max(m, 1), 0, self._p(x, ctype), max(k, 1), 0,
+                 self._p(w, ctype), max(k, 1), 0, self._p(dx, ctype), max(k, 1), self._p(dw, ctype),
+                 max(k, 1), self._p(db, ctype)))
+
+    def add_forward(self, a, b, out):
+        fn, ctype = self._typed("add_forward", a.dtype)
+        check(fn(a.size, self._p(a, ctype), self._p(b, ctype), self._p(out, ctype)))
+
+    def add_backward(self, g, grad_a, grad_b):
+        fn, ctype = self._typed("add_backward", g.dtype)
+        check(fn(g.size, self._p(g, ctype), self._p(grad_a, ctype), self._p(grad_b, ctype)))
+
+    def mul_constant_forward(self, x, c, out):
+        fn, ctype = self._typed("mul_constant_forward", x.dtype)
+        check(fn(x.size, self._p(x, ctype), c, self._p(out, ctype)))
+
+    def mul_constant_backward(self, g, c, grad_x):
+        fn, ctype = self._typed("mul_constant_backward", g.dtype)
+        check(fn(g.size, self._p(g, ctype), c, self._p(grad_x, ctype)))
+
+    def pool_forward(self, x, planes, plane_size, values, indices):
+        fn, ctype = self._typed("global_max_pool_forward", x.dtype)
+        check(fn(planes, plane_size, self._p(x, ctype), self._p(values, ctype), self._p(indices, "int64_t *")))
+
+    def pool_backward(self, g, indices, planes, plane_size, grad_x):
+        fn, ctype = self._typed("global_max_pool_backward", g.dtype)
+        check(fn(planes, plane_size, self._p(g, ctype), self._p(indices, "int64_t *"), self._p(grad_x, ctype)))
+
+    def relu(self, x, out):
+        fn, ctype = self._typed("relu", x.dtype)
+        check(fn(x.size, self._p(x, ctype), self._p(out, ctype)))
+
+    def relu_backward(self, x, g, grad_x):
+        fn, ctype = self._typed("relu_backward", x.dtype)
+        check(fn(x.size, self._p(x, ctype), self._p(g, ctype), self._p(grad_x, ctype)))
+
+
+_runtime = None
+
+
+def runtime():
+    """The CUDA runtime for DeviceArray; RuntimeError (with the reason) without a GPU."""
+    global _runtime
+    _require_device()
+    if _runtime is None:
+        _runtime = _CudaRuntime()
+    return _runtime

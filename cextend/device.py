@@ -32,11 +32,18 @@ class device:
 
     def require_cpu(self, op):
         if self.type != "cpu":
-            raise RuntimeError("%s: cextend was built without CUDA, so device %s is not available"
-                               % (op, self))
+            raise RuntimeError("%s: only CPU tensors are supported here, not %s" % (op, self))
+
+    def require_available(self, op):
+        """Raise, saying why, if this device cannot be used."""
+        if self.type == "cuda":
+            from cextend import _device
+            if not _device.available():
+                raise RuntimeError("%s: device %s is not available: %s" % (op, self, _device.unavailable_reason()))
 
 
 CPU = device("cpu")
+CUDA = device("cuda", 0)
 
 
 def as_device(value):

@@ -90,7 +90,7 @@ class SGD(Optimizer):
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = np.array(d_p, copy=True)
+                buf = state["momentum_buffer"] = d_p.copy()
             else:
                 buf *= momentum
                 buf += (1 - group["dampening"]) * d_p

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from cextend import _dtype, _random
+from cextend._device import DeviceArray
 from cextend.autograd import grad_mode
 
 
@@ -35,7 +36,8 @@ class _Version:
 def _wrap(array, requires_grad=False):
     """A Tensor around `array` (no copy, no checks): the internal constructor."""
     t = Tensor.__new__(Tensor)
-    t._init(array if type(array) is np.ndarray else np.asarray(array), requires_grad)
+    kind = type(array)
+    t._init(array if kind is np.ndarray or kind is DeviceArray else np.asarray(array), requires_grad)
     return t
 
 
@@ -271,16 +273,23 @@ class Tensor:
 
     @property
     def device(self):
-        from cextend.device import CPU
-        return CPU
+        from cextend.device import CPU, CUDA
+        return CUDA if type(self._data) is DeviceArray else CPU
 
     @property
     def is_cuda(self):
-        return False
+        return type(self._data) is DeviceArray
+
+    def cuda(self, device=None):
+        """A copy on the GPU (self if already there); differentiable."""
+        return self.to("cuda" if device is None else device)
 
     # -- conversion -------------------------------------------------------
     def numpy(self):
         """The numpy array behind this tensor (shared memory)."""
+        if type(self._data) is DeviceArray:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
+                            "the tensor to host memory first.")
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -341,11 +350,16 @@ class Tensor:
                 device = arg
             else:
                 target = arg
+        moved = self
         if device is not None:
             from cextend.device import as_device
-            as_device(device).require_cpu("to")
+            device = as_device(device)
+            if device.type != self.device.type:
+                device.require_available("to")
+                moved = _F.ToDevice.apply(self, device.type)
         if target is None:
-            return self.clone() if copy else self
+            return moved.clone() if copy and moved is self else moved
+        self = moved
         numpy_dtype = _dtype.as_dtype(target).numpy
         if numpy_dtype == self._data.dtype and not copy:
             return self
@@ -373,7 +387,8 @@ class Tensor:
         return self.to(other.dtype)
 
     def cpu(self):
-        return self
+        """A copy in host memory (self if already there); differentiable."""
+        return self.to("cpu")
 
     def clone(self):
         return _F.Clone.apply(self)
@@ -414,7 +429,8 @@ class Tensor:
 
     # -- printing ---------------------------------------------------------
     def __repr__(self):
-        data = self._data
+        on_device = type(self._data) is DeviceArray
+        data = self._data.to_host() if on_device else self._data
         if data.dtype.kind == "f":
             finite = data[np.isfinite(data)]
             integral = finite.size == 0 or np.all(finite == np.round(finite))
@@ -426,6 +442,8 @@ class Tensor:
         extras = []
         if data.size == 0 and data.ndim > 1:
             extras.append("size=%s" % (tuple(data.shape),))
+        if on_device:
+            extras.append("device='cuda:0'")
         if self.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool):
             extras.append("dtype=%r" % self.dtype)
         if self._grad_fn is not None:

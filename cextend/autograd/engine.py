@@ -200,8 +200,9 @@ def _retain_grads(node, grads):
 
 
 def _ones_like(t):
+    from cextend._device import filled_like
     from cextend.tensor import _wrap
-    return _wrap(np.ones(t.shape, t._data.dtype))
+    return _wrap(filled_like(t._data.shape, t._data.dtype, 1, like=t._data))
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -103,9 +103,13 @@ class BackwardCFunction(Node):
 
 def _zeros(meta):
     import numpy as np
+    from cextend._device import DeviceArray, filled_like
     from cextend.tensor import _wrap
-    shape, dtype = meta
-    return _wrap(np.zeros(shape, dtype))
+    shape, dtype = meta[0], meta[1]
+    like = DeviceArray if len(meta) > 2 and meta[2] else None
+    if like is None:
+        return _wrap(np.zeros(shape, dtype))
+    return _wrap(filled_like(shape, dtype, 0, like=DeviceArray((0,), dtype)))
 
 
 def _normalize_gradients(node, result):
@@ -245,7 +249,7 @@ def _wrap_single(ctx, args, out, requires_grad):
             ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
                                          for t in ctx.to_save])
             ctx.to_save = None
-    ctx._output_meta = ((data.shape, data.dtype),)
+    ctx._output_meta = ((data.shape, data.dtype, type(data).__name__ == "DeviceArray"),)
     return out
 
 
@@ -275,7 +279,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
             out._grad_fn = ctx
             out._output_nr = i
             out._requires_grad = True
-        meta.append((out._data.shape, out._data.dtype))
+        meta.append((out._data.shape, out._data.dtype, type(out._data).__name__ == "DeviceArray"))
         result.append(out)
     ctx._output_meta = tuple(meta)
     if requires_grad and ctx.to_save is not None:

@@ -83,7 +83,7 @@ def _analytical_jacobians(outputs, diff_inputs, check_grad_dtypes):
         for r in range(out.numel()):
             onehot = np.zeros(out._data.size, out._data.dtype)
             onehot[r] = 1
-            grads = engine.grad(out, diff_inputs, grad_outputs=_wrap(onehot.reshape(out._data.shape)),
+            grads = engine.grad(out, diff_inputs, grad_outputs=_like(onehot.reshape(out._data.shape), out),
                                 retain_graph=True, allow_unused=True)
             for j, (x, g) in enumerate(zip(diff_inputs, grads)):
                 if g is None:
@@ -93,6 +93,14 @@ def _analytical_jacobians(outputs, diff_inputs, check_grad_dtypes):
                                          "is %s" % (j, x.dtype.name, g.dtype.name))
                 jacobians[j][i][:, r] = np.asarray(g._data, np.float64).ravel()
     return jacobians
+
+
+def _like(array, tensor):
+    """A host array as a Tensor on `tensor`'s device (gradcheck perturbs and
+    builds cotangents on the host, then copies them over)."""
+    from cextend._device import DeviceArray
+    from cextend.tensor import _wrap
+    return _wrap(DeviceArray.from_host(array) if tensor.is_cuda else array)
 
 
 def _mismatch_report(i, j, numerical, analytical, atol, rtol, x, out):
@@ -134,7 +142,7 @@ def _check_undefined_grad(func, inputs, diff_inputs):
         edges = [engine.gradient_edge(x) for x in diff_inputs]
         grads = engine.execute(roots, retain_graph=True, create_graph=False, capture=edges)
         for j, g in enumerate(grads):
-            if g is not None and np.any(g._data != 0):
+            if g is not None and np.any(np.asarray(g._data) != 0):
                 return ("Expected backward function to handle undefined output grads: with output %d's "
                         "gradient undefined, input %d's gradient is not zero" % (i, j))
     return None
@@ -225,7 +233,7 @@ def _fast_check(func, inputs, diff_inputs, eps, atol, rtol, nondet_tol):
     for x in diff_inputs:
         v = rng.standard_normal(x._data.shape)
         v /= max(np.linalg.norm(v), 1e-300)
-        original = x._data.copy()
+        original = np.array(x._data, copy=True)      # a host copy, also of a device tensor
         x._data[...] = original - eps * v
         minus = [m for m, k in zip(_evaluate(func, inputs), keep) if k]
         x._data[...] = original + eps * v
@@ -237,7 +245,7 @@ def _fast_check(func, inputs, diff_inputs, eps, atol, rtol, nondet_tol):
             numerical = float(np.sum(u * (p - m) / (2 * eps)))
             values = []
             for _ in range(2):
-                g, = engine.grad(out, [x], grad_outputs=_wrap(u.astype(out._data.dtype)),
+                g, = engine.grad(out, [x], grad_outputs=_like(u.astype(out._data.dtype), out),
                                  retain_graph=True, allow_unused=True)
                 values.append(0.0 if g is None else float(np.sum(np.asarray(g._data, np.float64) * v)))
             if abs(values[0] - values[1]) > nondet_tol:

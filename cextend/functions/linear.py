@@ -4,6 +4,7 @@ import math
 from cextend import ops
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
+from cextend.functions import _on_device
 from cextend.functions._tensors import data, wrap
 
 
@@ -15,6 +16,8 @@ class LinearFunction(Function):
         x, w = data(input, "input"), data(weight, "weight")
         b = None if bias is None else data(bias, "bias")
         ctx.save_for_backward(input, weight, bias)
+        if _on_device.is_cuda("LinearFunction", input=input, weight=weight, bias=bias):
+            return wrap(_on_device.linear_forward(x, w, b))
         return wrap(ops.linear_forward(x, w, b))
 
     @staticmethod
@@ -24,6 +27,9 @@ class LinearFunction(Function):
         need_bias = bias is not None and ctx.needs_input_grad[2]
         if is_grad_enabled():
             return _differentiable_backward(grad_output, input, weight, need_input, need_weight, need_bias)
+        if input.is_cuda:
+            return tuple(wrap(g) for g in _on_device.linear_backward(
+                grad_output._data, input._data, weight._data, need_input, need_weight, need_bias))
         dx, dw, db = ops.linear_backward(grad_output._data, input._data, weight._data,
                                          input=need_input, weight=need_weight, bias=need_bias)
         return wrap(dx), wrap(dw), wrap(db)

@@ -3,6 +3,7 @@ import numbers
 
 from cextend import ops
 from cextend.autograd.function import Function
+from cextend.functions import _on_device
 from cextend.functions._tensors import data, wrap
 from cextend.tensor import Tensor
 
@@ -24,7 +25,10 @@ class MulConstant(Function):
     @staticmethod
     def forward(ctx, tensor, constant):
         ctx.constant = _scalar(constant)
-        return wrap(ops.mul_constant_forward(data(tensor, "tensor"), ctx.constant))
+        x = data(tensor, "tensor")
+        if tensor.is_cuda:
+            return wrap(_on_device.mul_constant(x, ctx.constant))
+        return wrap(ops.mul_constant_forward(x, ctx.constant))
 
     @staticmethod
     def backward(ctx, grad_output):

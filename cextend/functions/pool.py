@@ -3,6 +3,7 @@ import numpy as np
 
 from cextend import ops
 from cextend.autograd.function import Function
+from cextend.functions import _on_device
 from cextend.functions._tensors import data, wrap
 
 
@@ -14,7 +15,8 @@ class GlobalMaxPool(Function):
 
     @staticmethod
     def forward(ctx, input):
-        values, indices = ops.global_max_pool_forward(data(input, "input"))
+        x = data(input, "input")
+        values, indices = (_on_device.pool_forward(x) if input.is_cuda else ops.global_max_pool_forward(x))
         ctx.input_shape = input.shape
         ctx.indices = indices
         values, indices = wrap(values), wrap(indices)
@@ -33,6 +35,8 @@ class _ScatterToArgmax(Function):
     @staticmethod
     def forward(ctx, grad_values, indices, input_shape):
         ctx.indices = indices
+        if grad_values.is_cuda:
+            return wrap(_on_device.pool_backward(grad_values._data, indices, tuple(input_shape)))
         return wrap(ops.global_max_pool_backward(grad_values._data, indices, input_shape))
 
     @staticmethod
@@ -43,6 +47,8 @@ class _ScatterToArgmax(Function):
 class _GatherAtArgmax(Function):
     @staticmethod
     def forward(ctx, grad_input, indices):
+        if grad_input.is_cuda:
+            raise TypeError("GlobalMaxPool's double backward is not supported on cuda tensors")
         ctx.indices, ctx.input_shape = indices, grad_input.shape
         shape = grad_input.shape
         planes = grad_input._data.reshape(indices.shape + (shape[-2] * shape[-1],))

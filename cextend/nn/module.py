@@ -239,14 +239,40 @@ class Module:
                             t.grad = _wrap(t.grad._data.astype(numpy_dtype))
         return self
 
+    def _move(self, device_type):
+        """Parameters, buffers and their grads to "cuda" or "cpu", in place."""
+        from cextend._device import DeviceArray
+        from cextend.device import as_device
+        as_device(device_type).require_available("Module.to")
+
+        def moved(array):
+            on_device = type(array) is DeviceArray
+            if device_type == "cuda":
+                return array if on_device else DeviceArray.from_host(array)
+            return array.to_host() if on_device else array
+
+        for module in self.modules():
+            for store in (module._parameters, module._buffers):
+                for t in store.values():
+                    if t is not None:
+                        t._data = moved(t._data)
+                        if t.grad is not None:
+                            t.grad = _wrap(moved(t.grad._data))
+        return self
+
+    def cuda(self):
+        return self._move("cuda")
+
+    def cpu(self):
+        return self._move("cpu")
+
     def to(self, dtype=None, device=None):
         from cextend import _dtype
         from cextend.device import as_device
-        if device is not None:
-            as_device(device).require_cpu("Module.to")
         if isinstance(dtype, str) and dtype.startswith(("cpu", "cuda")):
-            as_device(dtype).require_cpu("Module.to")
-            return self
+            dtype, device = None, dtype
+        if device is not None:
+            self._move(as_device(device).type)
         return self if dtype is None else self._cast(_dtype.as_dtype(dtype).numpy)
 
     def double(self):

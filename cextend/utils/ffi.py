@@ -222,9 +222,8 @@ def _wrap_function(function, ffi, const_flags=None):
         try:
             for i, (value, plan) in enumerate(zip(args, plans)):
                 if plan is not None and plan[0] == "thc":
-                    raise TypeError("%s(): argument %d is a THCudaTensor *, but cextend has no CUDA "
-                                    "tensors in this build (cextend.cuda.is_available() is False)"
-                                    % (name, i + 1))
+                    raise TypeError("%s(): argument %d is a THCudaTensor *; converting cextend's CUDA "
+                                    "tensors to THC structs is not supported yet" % (name, i + 1))
                 if plan is not None and isinstance(value, (Tensor, np.ndarray)):
                     if plan[0] == "th":
                         struct, array = _to_th(ffi, plan, value, i, name)

@@ -8,7 +8,7 @@ from cextend.autograd._functions.indexing import Cat, Index, IndexAdd, IndexPut,
 from cextend.autograd._functions.inplace import (AddInplace, DivInplace, MulInplace, Overwrite,
                                                  SubInplace)
 from cextend.autograd._functions.pointwise import (Abs, Clamp, Clone, Exp, Log, Relu, Sigmoid, Sqrt,
-                                                   Tanh, ToCopy)
+                                                   Tanh, ToCopy, ToDevice)
 from cextend.autograd._functions.reduction import Max, MaxDim, Mean, Sum
 from cextend.autograd._functions.shape import (Expand, Permute, Reshape, Squeeze, Transpose, Unsqueeze,
                                                View)

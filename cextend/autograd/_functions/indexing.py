@@ -17,6 +17,8 @@ def _is_basic(key):
 class Index(Function):
     @staticmethod
     def forward(ctx, a, key):
+        if a.is_cuda:
+            raise TypeError("indexing is not supported on cuda tensors; move the tensor with .cpu() first")
         ctx.key, ctx.in_shape, ctx.dtype = key, a.shape, a._data.dtype
         out = a._data[key]
         if _is_basic(key):

@@ -3,6 +3,7 @@ output (exp, tanh, sigmoid, sqrt), the output is saved; masks and signs
 are constants, so double backward through them is exact."""
 import numpy as np
 
+from cextend._device import DeviceArray, runtime
 from cextend.autograd.function import Function
 from cextend.autograd._functions._util import constant, wrap
 
@@ -79,6 +80,15 @@ class Sigmoid(Function):
 class Relu(Function):
     @staticmethod
     def forward(ctx, a):
+        if type(a._data) is DeviceArray:
+            x = a._data
+            out, mask = DeviceArray(x.shape, x.dtype), DeviceArray(x.shape, x.dtype)
+            runtime().relu(x, out)
+            ones = DeviceArray(x.shape, x.dtype)
+            ones[...] = 1
+            runtime().relu_backward(x, ones, mask)      # 1 where x > 0: a constant mask
+            ctx.mask = constant(mask)
+            return wrap(out)
         positive = a._data > 0
         ctx.mask = constant(positive.astype(a._data.dtype))
         return wrap(np.where(positive, a._data, np.zeros((), a._data.dtype)))
@@ -137,3 +147,18 @@ class ToCopy(Function):
     @staticmethod
     def backward(ctx, g):
         return g.to(ctx.in_dtype), None
+
+
+class ToDevice(Function):
+    """A copy to "cuda" or "cpu"; the gradient goes back to the source device."""
+
+    @staticmethod
+    def forward(ctx, a, target):
+        ctx.source = "cuda" if type(a._data) is DeviceArray else "cpu"
+        if target == "cuda":
+            return wrap(a._data.copy() if ctx.source == "cuda" else DeviceArray.from_host(a._data))
+        return wrap(a._data.to_host() if ctx.source == "cuda" else a._data.copy())
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.source), None

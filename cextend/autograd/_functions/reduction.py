@@ -2,6 +2,7 @@
 the reduced dimensions (expand), which is itself differentiable."""
 import numpy as np
 
+from cextend._device import empty_like
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.autograd._functions._util import constant, wrap
@@ -18,7 +19,7 @@ def _spread(g, ctx):
     keep = _keepdim_shape(ctx.in_shape, ctx.dims)
     if is_grad_enabled():
         return g.reshape(keep).expand(ctx.in_shape)
-    out = np.empty(ctx.in_shape, g._data.dtype)
+    out = empty_like(ctx.in_shape, g._data.dtype, like=g._data)
     out[...] = g._data.reshape(keep)
     return wrap(out)
 
