@@ -37,7 +37,10 @@ def find_nvcc():
 
 
 def _run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
+    # Compilers must not inherit a sanitizer runtime preloaded into the
+    # caller (make sanitize): nvcc crashes with ASan loaded into it.
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise CudaBuildError("%s failed:\n%s%s" % (" ".join(command), result.stdout, result.stderr))
 
