@@ -5,7 +5,6 @@ for the widest ISA the CPU runs (AVX-512, else AVX2), or {} elsewhere.
 """
 import os
 import platform
-import statistics
 import sys
 import time
 

@@ -10,8 +10,6 @@ captured there instead of accumulated into leaves.
 """
 import heapq
 
-import numpy as np
-
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import AccumulateGrad, accumulate_into, gradient_edge
 

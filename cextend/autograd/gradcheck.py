@@ -77,7 +77,6 @@ def _numerical_jacobians(func, inputs, diff_inputs, output_mask, eps):
 
 def _analytical_jacobians(outputs, diff_inputs, check_grad_dtypes):
     """J[j][i] filled column by column: one backward per output element."""
-    from cextend.tensor import _wrap
     jacobians = [[np.zeros((x.numel(), o.numel())) for o in outputs] for x in diff_inputs]
     for i, out in enumerate(outputs):
         for r in range(out.numel()):
@@ -222,7 +221,6 @@ def _slow_check(func, inputs, diff_inputs, eps, atol, rtol, raise_exception, non
 
 def _fast_check(func, inputs, diff_inputs, eps, atol, rtol, nondet_tol):
     """True when u^T J v agrees with finite differences along v for every pair."""
-    from cextend.tensor import _wrap
     rng = np.random.default_rng(0)
     outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
     if not outputs:
