@@ -4,7 +4,8 @@
  *
  * Independent accumulator chains (more than FMA latency x throughput),
  * fully unrolled so they live in registers, keep the FMA pipes busy; the
- * caller times `iterations` rounds.
+ * caller times `iterations` rounds.  The sum of the chains is returned so
+ * the work cannot be optimised away.
  */
 #include <stdint.h>
 
@@ -13,75 +14,30 @@
 
 #define CHAINS 12
 
-__attribute__((target("avx512f"))) double probe_avx512_f32(int64_t iterations)
-{
-    __m512 acc[CHAINS];
-    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < CHAINS; ++i)
-        acc[i] = _mm512_set1_ps((float)i);
-    for (int64_t n = 0; n < iterations; ++n)
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; ++i)
-            acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-    float sink = 0;
-    for (int i = 0; i < CHAINS; ++i)
-        sink += _mm512_reduce_add_ps(acc[i]);
-    return sink;     /* returned so the chains are not optimised away */
-}
-
-__attribute__((target("avx512f"))) double probe_avx512_f64(int64_t iterations)
-{
-    __m512d acc[CHAINS];
-    const __m512d a = _mm512_set1_pd(0.999999), b = _mm512_set1_pd(1e-7);
-    for (int i = 0; i < CHAINS; ++i)
-        acc[i] = _mm512_set1_pd((double)i);
-    for (int64_t n = 0; n < iterations; ++n)
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; ++i)
-            acc[i] = _mm512_fmadd_pd(acc[i], a, b);
-    double sink = 0;
-    for (int i = 0; i < CHAINS; ++i)
-        sink += _mm512_reduce_add_pd(acc[i]);
-    return sink;
-}
-
-__attribute__((target("avx2,fma"))) double probe_avx2_f32(int64_t iterations)
-{
-    __m256 acc[CHAINS];
-    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < CHAINS; ++i)
-        acc[i] = _mm256_set1_ps((float)i);
-    for (int64_t n = 0; n < iterations; ++n)
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; ++i)
-            acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-    float out[8], sink = 0;
-    for (int i = 0; i < CHAINS; ++i) {
-        _mm256_storeu_ps(out, acc[i]);
-        for (int j = 0; j < 8; ++j)
-            sink += out[j];
+#define DEFINE_PROBE(NAME, TARGET, VEC, REAL, LANES, SET1, FMADD, STORE)                            \
+    __attribute__((target(TARGET))) double NAME(int64_t iterations)                                \
+    {                                                                                              \
+        VEC acc[CHAINS];                                                                           \
+        const VEC a = SET1((REAL)0.999999), b = SET1((REAL)1e-7);                                  \
+        for (int i = 0; i < CHAINS; ++i)                                                           \
+            acc[i] = SET1((REAL)i);                                                                \
+        for (int64_t n = 0; n < iterations; ++n)                                                   \
+            _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i)                              \
+                acc[i] = FMADD(acc[i], a, b);                                                      \
+        REAL lanes[LANES];                                                                         \
+        double sink = 0;                                                                           \
+        for (int i = 0; i < CHAINS; ++i) {                                                         \
+            STORE(lanes, acc[i]);                                                                  \
+            for (int j = 0; j < LANES; ++j)                                                        \
+                sink += lanes[j];                                                                  \
+        }                                                                                          \
+        return sink;                                                                               \
     }
-    return sink;
-}
 
-__attribute__((target("avx2,fma"))) double probe_avx2_f64(int64_t iterations)
-{
-    __m256d acc[CHAINS];
-    const __m256d a = _mm256_set1_pd(0.999999), b = _mm256_set1_pd(1e-7);
-    for (int i = 0; i < CHAINS; ++i)
-        acc[i] = _mm256_set1_pd((double)i);
-    for (int64_t n = 0; n < iterations; ++n)
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; ++i)
-            acc[i] = _mm256_fmadd_pd(acc[i], a, b);
-    double out[4], sink = 0;
-    for (int i = 0; i < CHAINS; ++i) {
-        _mm256_storeu_pd(out, acc[i]);
-        for (int j = 0; j < 4; ++j)
-            sink += out[j];
-    }
-    return sink;
-}
+DEFINE_PROBE(probe_avx512_f32, "avx512f", __m512, float, 16, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps)
+DEFINE_PROBE(probe_avx512_f64, "avx512f", __m512d, double, 8, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_storeu_pd)
+DEFINE_PROBE(probe_avx2_f32, "avx2,fma", __m256, float, 8, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps)
+DEFINE_PROBE(probe_avx2_f64, "avx2,fma", __m256d, double, 4, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_storeu_pd)
 
 int probe_chains(void) { return CHAINS; }
 #endif
