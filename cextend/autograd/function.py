@@ -17,6 +17,8 @@ generated node class `MulConstantBackward`) the outputs' grad_fn.
 import functools
 import warnings
 
+from cextend._device import DeviceArray
+
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import Node, gradient_edge
 
@@ -102,14 +104,15 @@ class BackwardCFunction(Node):
 
 
 def _zeros(meta):
+    """A zero gradient for an output that received none, on its device."""
     import numpy as np
-    from cextend._device import DeviceArray, filled_like
     from cextend.tensor import _wrap
-    shape, dtype = meta[0], meta[1]
-    like = DeviceArray if len(meta) > 2 and meta[2] else None
-    if like is None:
+    shape, dtype, on_device = meta
+    if not on_device:
         return _wrap(np.zeros(shape, dtype))
-    return _wrap(filled_like(shape, dtype, 0, like=DeviceArray((0,), dtype)))
+    zeros = DeviceArray(shape, dtype)
+    zeros[...] = 0
+    return _wrap(zeros)
 
 
 def _normalize_gradients(node, result):
@@ -249,7 +252,7 @@ def _wrap_single(ctx, args, out, requires_grad):
             ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
                                          for t in ctx.to_save])
             ctx.to_save = None
-    ctx._output_meta = ((data.shape, data.dtype, type(data).__name__ == "DeviceArray"),)
+    ctx._output_meta = ((data.shape, data.dtype, type(data) is DeviceArray),)
     return out
 
 
@@ -279,7 +282,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
             out._grad_fn = ctx
             out._output_nr = i
             out._requires_grad = True
-        meta.append((out._data.shape, out._data.dtype, type(out._data).__name__ == "DeviceArray"))
+        meta.append((out._data.shape, out._data.dtype, type(out._data) is DeviceArray))
         result.append(out)
     ctx._output_meta = tuple(meta)
     if requires_grad and ctx.to_save is not None:
@@ -291,7 +294,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
 
 
 _NO_EDGE = (None, 0)
-_NO_META = ((), None)
+_NO_META = ((), None, False)
 
 
 def _check_inplace(tensor, records_history):
