@@ -87,11 +87,7 @@ class Binary:
         a = require_tensor(input, self.name + "_")
         b = require_operand(other, self.name + "_")
         rt, ot = self.dtypes(a, b)
-        shape = a._data.shape
-        other_shape = b._data.shape if is_tensor(b) else ()
-        if np.broadcast_shapes(shape, other_shape) != shape:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(shape), list(np.broadcast_shapes(shape, other_shape))))
+        check_broadcasts_into(a, b)
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
@@ -106,6 +102,22 @@ class Binary:
         if node is not None:
             node._saved = tuple(before[w] if w in before else rec.save_output(a) for w in self.saves)
         return a
+
+
+def check_broadcasts_into(a, b):
+    """An in-place op's operand must broadcast to the tensor's own shape."""
+    shape = a._data.shape
+    other_shape = b._data.shape if is_tensor(b) else ()
+    if other_shape == shape or not other_shape:
+        return
+    try:
+        result = np.broadcast_shapes(shape, other_shape)
+    except ValueError:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(shape), list(other_shape))) from None
+    if result != shape:
+        raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                           % (list(shape), list(result)))
 
 
 def _as_ndarray(data, dtype):
@@ -333,22 +345,22 @@ def atan2(input, other, *, out=None):
     return _ATAN2(input, other, out)
 
 
-@register("maximum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("maximum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def maximum(input, other, *, out=None):
     return _MAXIMUM(input, require_tensor(other, "maximum", "other"), out)
 
 
-@register("minimum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("minimum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def minimum(input, other, *, out=None):
     return _MINIMUM(input, require_tensor(other, "minimum", "other"), out)
 
 
-@register("fmax", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmax", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmax(input, other, *, out=None):
     return _FMAX(input, require_tensor(other, "fmax", "other"), out)
 
 
-@register("fmin", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmin", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmin(input, other, *, out=None):
     return _FMIN(input, require_tensor(other, "fmin", "other"), out)
 
@@ -390,7 +402,7 @@ _POW = Binary("pow", np.power, _pow_backward, saves=("self", "other", "result"),
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),
           samples=S.pow_samples(), family="arithmetic")
-def pow(input, exponent, *, out=None):
+def power(input, exponent, *, out=None):
     """input ** exponent; either may be a number (not both)."""
     if not is_tensor(input):
         return _POW(require_operand(input, "pow", "self"), require_tensor(exponent, "pow", "exponent"), out)
@@ -414,6 +426,7 @@ def _compare_inplace(op, self, other):
     """x.lt_(y): the comparison stored back into x's dtype (no gradient)."""
     b = require_operand(other, op.name + "_")
     rt = binary_result_type(self, b)
+    check_broadcasts_into(self, b)
     recording = rec.prepare_inplace(self, (b,))
     node = rec.connect(_ZeroGradNode(), (self, b)) if recording else None
     self._data[...] = op.run(self, b, rt)
@@ -435,7 +448,7 @@ def _logical(name, ufunc):
         return op(input, require_tensor(other, name, "other"), out)
     logical.__name__ = name
     register(name, logical, inplace=lambda self, other: _compare_inplace(op, self, other),
-             samples=S.binary(distinct=True), gradcheck=False, family="comparison", integer_inputs=True)
+             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison", integer_inputs=True)
     return logical
 
 
@@ -637,7 +650,7 @@ def _rpow(self, other):
     other = operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return pow(other, self)
+    return power(other, self)
 
 
 def _rtruediv(self, other):
@@ -648,7 +661,7 @@ def _rtruediv(self, other):
 
 
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div),
-                         ("floordiv", floor_divide), ("mod", remainder), ("pow", pow),
+                         ("floordiv", floor_divide), ("mod", remainder), ("pow", power),
                          ("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor)):
     method("__%s__" % _name, _operator(_function))
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floor_divide),
