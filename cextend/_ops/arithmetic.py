@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from cextend._fpe import quietly
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -50,7 +51,7 @@ class Binary:
     def run(self, a, b, rt):
         if self.check is not None:
             self.check(a, b, rt)
-        return self.compute(as_array(a, rt), as_array(b, rt))
+        return quietly(self.compute, as_array(a, rt), as_array(b, rt))
 
     def __call__(self, input, other, out=None):
         a = require_operand(input, self.name, "input")
@@ -506,7 +507,7 @@ def where(condition, input=None, other=None, *, out=None):
     b = require_operand(other, "where", "other")
     from cextend._promotion import result_type
     rt = result_type(a, b)
-    data = np.where(cond._data, as_array(a, rt), as_array(b, rt))
+    data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
     if out is not None:
         rec.check_out(out, "where", a, b)
         return rec.write_out(out, data, "where")

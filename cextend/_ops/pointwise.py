@@ -12,6 +12,7 @@ import numpy as np
 
 from cextend import _backend
 from cextend._device import DeviceArray
+from cextend._fpe import quietly
 from cextend._promotion import float_result, result_type
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -41,7 +42,7 @@ class Unary:
         return float_result(dt) if self.float_result else dt
 
     def run(self, x, dt):
-        data = self.compute(as_array(x, dt))
+        data = quietly(self.compute, as_array(x, dt))
         if type(data) is not np.ndarray and not hasattr(data, "to_host"):
             data = np.asarray(data, dt)
         elif data.dtype != dt:
@@ -349,9 +350,9 @@ def _clamp_data(x, low, high, dt):
     """min(max(x, low), high): NaN in x or a bound propagates; low > high gives high."""
     data = as_array(x, dt)
     if low is not None:
-        data = np.maximum(data, as_array(low, dt))
+        data = quietly(np.maximum, data, as_array(low, dt))
     if high is not None:
-        data = np.minimum(data, as_array(high, dt))
+        data = quietly(np.minimum, data, as_array(high, dt))
     return data if type(data) is np.ndarray or hasattr(data, "to_host") else np.asarray(data, dt)
 
 

@@ -7,6 +7,7 @@ import collections
 import numpy as np
 
 from cextend import _dtype
+from cextend._fpe import quietly
 from cextend._device import DeviceArray, empty_like
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -124,7 +125,7 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                                "Optional" if dtype is not None else "Input", _torch_name(rt)))
     dims = reduce_dims(x, dim)
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = _array(data.mean(axis=dims, keepdims=keepdim), rt)
+    result = _array(quietly(lambda: data.mean(axis=dims, keepdims=keepdim)), rt)
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean")
