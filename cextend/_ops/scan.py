@@ -5,7 +5,7 @@ from cextend import _dtype
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
-from cextend._ops.reduction import index_scatter, return_types
+from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
 
 

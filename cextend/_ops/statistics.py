@@ -11,7 +11,6 @@ from cextend import _dtype
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
-from cextend._ops.arithmetic import where
 from cextend._ops.reduction import reduce_dims, _keepdim_shape
 from cextend._ops.registry import Sample, register
 
