@@ -3,7 +3,7 @@ op; install() attaches them to Tensor and to the cextend namespace."""
 from cextend._ops import registry
 from cextend._ops import (arithmetic, conversion, einsum, gather_scatter, indexing,  # noqa: F401
                           joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
-                          statistics)
+                          statistics, ternary)
 from cextend._ops.registry import OPS
 
 
