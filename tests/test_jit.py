@@ -331,3 +331,26 @@ def test_cdef_text_reports_unreadable_conditionals_with_their_line():
         cdef_text("int a(void);\n#if FOO(1)\n#endif\n", "x.h")
     with pytest.raises(HeaderError, match="unterminated"):
         cdef_text("#ifdef A\nint a(void);\n", "x.h")
+
+
+def test_load_inline_needs_no_setuptools(tmp_path):
+    """Python >= 3.12 ships no distutils: the JIT path calls the compiler itself."""
+    script = tmp_path / "no_setuptools.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        sys.modules["setuptools"] = sys.modules["distutils"] = None      # importing either now fails
+        from cextend.utils.ffi import load_inline
+        print(load_inline("no_setuptools", "int inc(int v);", "int inc(int v) { return v + 1; }").inc(41))
+        """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 0 and result.stdout.strip() == "42", result.stderr[-2000:]
+
+
+def test_an_unbuilt_cextend_says_how_to_build():
+    """A source tree without its C extension (a fresh clone, or one shadowing an installed copy)."""
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.modules['cextend._C'] = None; import cextend"],
+                            capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 1
+    assert "cextend's C extension (cextend._C) is not built in %s" % ROOT in result.stderr
+    assert "make build" in result.stderr and len(result.stderr.splitlines()) < 40
