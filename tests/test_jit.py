@@ -354,3 +354,33 @@ def test_an_unbuilt_cextend_says_how_to_build():
     assert result.returncode == 1
     assert "cextend's C extension (cextend._C) is not built in %s" % ROOT in result.stderr
     assert "make build" in result.stderr and len(result.stderr.splitlines()) < 40
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None and not os.environ.get("CUDA_HOME"),
+                    reason="no CUDA toolkit (nvcc) to compile .cu sources")
+def test_load_compiles_cuda_sources_with_nvcc(tmp_path):
+    header = _write(tmp_path / "twice.h", "int twice_on_device(float *x, int n);\nint device_count(void);\n")
+    _write(tmp_path / "twice.cu", textwrap.dedent("""\
+        #include <cuda_runtime.h>
+        __global__ void twice(float *x, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n)
+                x[i] *= 2;
+        }
+        extern "C" int twice_on_device(float *x, int n)
+        {
+            twice<<<(n + 255) / 256, 256>>>(x, n);
+            return (int)cudaGetLastError();
+        }
+        """))
+    _write(tmp_path / "host.c", '#include <cuda_runtime_api.h>\n#include "twice.h"\n'
+                                "int device_count(void)\n{\n    int n = 0;\n"
+                                "    cudaError_t status = cudaGetDeviceCount(&n);\n"
+                                "    return status == cudaSuccess ? n : -(int)status;\n}\n")
+    module = load("cuda_twice", sources=[str(tmp_path / "host.c"), str(tmp_path / "twice.cu")],
+                  headers=[header], with_cuda=True)
+    count = module.device_count()              # a GPU count, or minus CUDA's error without one
+    assert isinstance(count, int) and count != 0
+    with pytest.raises(ValueError, match="need with_cuda=True"):
+        load("cuda_twice", sources=[str(tmp_path / "host.c"), str(tmp_path / "twice.cu")], headers=[header])

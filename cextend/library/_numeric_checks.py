@@ -188,17 +188,29 @@ def _expanded_grad_output(op, positional, keyword_only, reference, atol, rtol):
     cotangents, contiguous = [], []
     for out in outputs:
         data = _samples.host(out)
-        if data.ndim == 0:
-            row = rng.standard_normal(()).astype(data.dtype)
-            expanded = row
-        else:
-            row = rng.standard_normal((1,) + data.shape[1:]).astype(data.dtype)
-            expanded = np.broadcast_to(row, data.shape)
+        expanded = _expanded(rng.standard_normal((1,) + data.shape[1:]).astype(data.dtype), data.shape)
         cotangents.append(_wrap(expanded))
         contiguous.append(_wrap(np.ascontiguousarray(expanded).copy()))
     expected = _samples.run(op, _fresh(positional), keyword_only, grad_outputs=contiguous)
     got = _samples.run(op, _fresh(positional), keyword_only, grad_outputs=cotangents)
     _samples.compare_runs(expected, got, "backward with an expanded (stride-0) grad_output", atol, rtol)
+
+
+def _expanded(row, shape):
+    """row repeated along dimension 0 with stride 0, as x.expand() makes it.
+
+    The storage behind it is as large as the full shape and poisoned past the
+    row, so a kernel that reads it as contiguous gets wrong values, not
+    memory it does not own.
+    """
+    if len(shape) == 0:
+        return row.reshape(())
+    storage = np.full(max(int(np.prod(shape)), row.size, 1), np.nan if row.dtype.kind == "f" else 0, row.dtype)
+    storage[:row.size] = row.ravel()
+    strides = (0,) + tuple(s for s in np.empty(row.shape[1:], row.dtype).strides)
+    view = np.lib.stride_tricks.as_strided(storage, shape=shape, strides=strides)
+    view.flags.writeable = False
+    return view
 
 
 def _shrunk(op, positional, old, new, seed):

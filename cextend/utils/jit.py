@@ -214,7 +214,7 @@ def _plan(extension):
         cuda_include, cuda_lib = _cuda_paths()
         include_dirs.append(cuda_include)
         plan.defines.append("WITH_CUDA")
-        plan.link_args += ["-L" + cuda_lib, "-Wl,-rpath," + cuda_lib, "-lcudart"]
+        plan.link_args += ["-L" + cuda_lib, "-Wl,-rpath," + cuda_lib, "-lcudart", "-lstdc++"]
     texts = [t for _, _, t in extension.headers + extension.sources]
     paths = [p for p, _, _ in extension.headers + extension.sources]
     local = cache.local_headers(paths, texts, include_dirs + cache.include_dirs_in(extension.compile_args))
@@ -330,18 +330,25 @@ def _check_loadable(extension, plan):
             raise ExtensionBuildError("building extension '%s' failed: the built library does not load: %s"
                                       % (extension.name, error), os.path.join(plan.folder, "build.log"))
         symbol = match.group(1)
+        where = _declared_where(extension, symbol)
+        if where is None:
+            raise ExtensionBuildError("building extension '%s' failed: the library needs '%s', which neither "
+                                      "its sources nor its libraries define (a library missing from "
+                                      "extra_link_args?)" % (extension.name, symbol),
+                                      os.path.join(plan.folder, "build.log"))
         raise ExtensionBuildError("building extension '%s' failed:\n%s: '%s' is declared but not defined "
-                                  "in any source" % (extension.name, _declared_where(extension, symbol),
-                                                     symbol), os.path.join(plan.folder, "build.log"))
+                                  "in any source" % (extension.name, where, symbol),
+                                  os.path.join(plan.folder, "build.log"))
 
 
 def _declared_where(extension, symbol):
-    pattern = re.compile(r"\b%s\s*\(" % re.escape(symbol))
+    """file:line of the header declaration of symbol, or None if the headers do not declare it."""
+    pattern = re.compile(r"\b%s\b" % re.escape(symbol))
     for path, display, text in extension.headers:
         for number, line in enumerate(text.splitlines(), 1):
             if pattern.search(line):
                 return "%s:%d" % (display if path is None else path, number)
-    return "the header"
+    return None
 
 
 _IMPORTED = {}
