@@ -142,7 +142,6 @@ def test_keyword_only_arguments_reach_setup_context_and_list_inputs_get_gradient
     def setup_context(ctx, inputs, keyword_only_inputs, output):
         ctx.weights = inputs[1]
         ctx.bias = keyword_only_inputs["bias"]
-        ctx.needs = None
 
     def backward(ctx, g):
         return [g * w for w in ctx.weights], None
@@ -215,6 +214,17 @@ def test_outputs_may_not_alias_inputs():
             op(x)
         with pytest.raises(RuntimeError, match="must not also be an input"):
             op(cextend.randn(4, requires_grad=True))
+
+
+def test_an_explicit_schema_needs_no_annotations():
+    op = custom_op("test::explicit_schema", lambda x, y: x * y, mutates_args=(),
+                   schema="(Tensor x, Tensor y) -> Tensor")
+    op.register_autograd(lambda ctx, g: (g * ctx.y, g * ctx.x),
+                         setup_context=lambda ctx, inputs, output: ctx.__dict__.update(x=inputs[0], y=inputs[1]))
+    x, y = cextend.randn(3, requires_grad=True), cextend.randn(3, requires_grad=True)
+    op(x, y).sum().backward()
+    assert op._schema == "(Tensor x, Tensor y) -> Tensor"
+    np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())
 
 
 def test_kernels_per_device_and_module_level_registration():

@@ -67,11 +67,10 @@ class CustomOpDef:
         self._schema = schema
         self._init_fn = fn
         self._signature = resolved_annotations(fn)
-        types = param_schema_types(self._signature)
-        self._tensor_params = tuple(n for n, t in types.items() if t.startswith("Tensor"))
-        self._list_params = frozenset(n for n, t in types.items() if t.startswith("Tensor") and "[]" in t)
+        types = param_schema_types(self._signature)          # None where a given schema= covers a name
+        tensor_params = tuple(n for n, t in types.items() if t is None or t.startswith("Tensor"))
         if isinstance(mutates_args, str):
-            self._mutated = self._tensor_params if mutates_args == UNKNOWN_MUTATES else ()
+            self._mutated = tensor_params if mutates_args == UNKNOWN_MUTATES else ()
         else:
             self._mutated = tuple(n for n in self._signature.parameters if n in set(mutates_args))
         self._positional = tuple(n for n, p in self._signature.parameters.items()
@@ -86,7 +85,7 @@ class CustomOpDef:
         self.__name__ = getattr(fn, "__name__", name)
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__module__ = getattr(fn, "__module__", __name__)
-        if any(t.startswith("Tensor") for n, t in types.items() if n in self._keyword_only):
+        if any(t is not None and t.startswith("Tensor") for n, t in types.items() if n in self._keyword_only):
             raise NotImplementedError("custom_op with kwarg-only Tensor args. Please make your tensors not "
                                       "kwarg-only. Got: %s" % schema)
         OPDEFS[self._qualname] = self
@@ -142,7 +141,7 @@ class CustomOpDef:
         for name, value in zip(self._positional, positional):
             if isinstance(value, Tensor):
                 found.append((name, value))
-            elif name in self._list_params and value is not None:
+            elif _is_tensor_list(value):
                 found.extend((name, v) for v in value if isinstance(v, Tensor))
         return found
 
@@ -232,10 +231,16 @@ class _Call:
         self.returned_list = False
 
 
+def _is_tensor_list(value):
+    """A list argument holding Tensors (List[Tensor] / List[Optional[Tensor]])."""
+    from cextend.tensor import Tensor
+    return isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value)
+
+
 def _flatten(op, positional):
     flat, structure = [], []
-    for name, value in zip(op._positional, positional):
-        if name in op._list_params and value is not None:
+    for value in positional:
+        if _is_tensor_list(value):
             flat.extend(value)
             structure.append(len(value))
         else:

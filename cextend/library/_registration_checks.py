@@ -82,14 +82,14 @@ def check_autograd_registration(op, args, kwargs, **_):
         result = op(*positional, **keyword_only)
     outputs = _samples.outputs_of(result)
     floating = [o for o in outputs if o.is_floating_point()]
-    for i, out in enumerate(floating):
-        if not out.requires_grad or out.grad_fn is None:
-            raise RuntimeError("%s: output %d does not require grad although %r does; the call was not "
-                               "recorded for autograd" % (op._qualname, i, needing[0][0]))
+    recorded = [o for o in floating if o.requires_grad and o.grad_fn is not None]
     if not floating:
         return
+    if not recorded:
+        raise RuntimeError("%s: no output requires grad although %r does; the call was not recorded for "
+                           "autograd" % (op._qualname, needing[0][0]))
     inputs = [t for _, t in needing]
-    grads = autograd_grad(floating, inputs, _samples.grad_outputs_for(floating), allow_unused=True)
+    grads = autograd_grad(recorded, inputs, _samples.grad_outputs_for(recorded), allow_unused=True)
     for (label, tensor), g in zip(needing, grads):
         if g is not None and (tuple(g.shape) != tuple(tensor.shape) or g.dtype != tensor.dtype):
             raise RuntimeError("%s: backward returned a gradient of shape %s and dtype %s for %r, which has "

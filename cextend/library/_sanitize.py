@@ -108,7 +108,8 @@ def describe_report(output, status, builds, log_path):
                 else ""
             frame = _first_user_frame(lines[i + 1:], sources)
             where = " at %s:%s in %s" % (_shown(frame[1], folders), frame[2], frame[0]) if frame else ""
-            detail = " (%s)" % access.split(" at 0x")[0].split(" thread")[0] if access else ""
+            access = re.sub(r"^==\d+==", "", access).split(" at 0x")[0].split(" thread")[0].strip()
+            detail = " (%s)" % access if access else ""
             return "%s: %s%s%s%s\nsanitizer log: %s" % (head.group(1), head.group(2), where, detail, during,
                                                        log_path)
     return ("the sanitized replay failed with status %d and no sanitizer report%s\nlast output: %s\n"

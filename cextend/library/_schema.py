@@ -149,11 +149,7 @@ def parse_return(annotation, error):
     return "((%s))" % inner if len(args) == 1 else "(%s)" % inner
 
 
-def is_tensor_type(schema_type):
-    return schema_type.startswith("Tensor")
-
-
 def param_schema_types(signature):
-    """{name: schema type} of each parameter (annotations already validated)."""
+    """{name: schema type, or None if its annotation is missing or unsupported (a given schema=)}."""
     param_types, _ = supported_types()
-    return {name: param_types[p.annotation] for name, p in signature.parameters.items()}
+    return {name: param_types.get(p.annotation) for name, p in signature.parameters.items()}

@@ -175,7 +175,7 @@ def build(extension, verbose=False):
     """Make sure the shared library exists (building it under the lock); its ExtensionInfo."""
     start = time.perf_counter()
     plan = _plan(extension)
-    if os.path.exists(plan.library):
+    if _complete(plan):
         return ExtensionInfo(extension, plan.key, plan.folder, plan.library, False,
                              time.perf_counter() - start)
 
@@ -185,7 +185,7 @@ def build(extension, verbose=False):
                   file=sys.stderr)
 
     with cache.build_lock(plan.folder, waiting):
-        built = not os.path.exists(plan.library)        # another process may have built it meanwhile
+        built = not _complete(plan)         # another process may have built it meanwhile
         if built:
             _write_sources(extension, plan)
             _emit_module_source(extension, plan)
@@ -194,6 +194,11 @@ def build(extension, verbose=False):
                 _check_loadable(extension, plan)
         return ExtensionInfo(extension, plan.key, plan.folder, plan.library, built,
                              time.perf_counter() - start)
+
+
+def _complete(plan):
+    """The library and its wrapper description are there (the library is written last)."""
+    return os.path.exists(plan.library) and os.path.exists(os.path.join(plan.folder, _WRAP_FILE))
 
 
 def _plan(extension):
