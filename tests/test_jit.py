@@ -76,6 +76,14 @@ def test_the_module_reports_its_build(axpy):
     assert again.__cextend__.built is False and again.__cextend__.library == info.library
 
 
+def test_build_directory_replaces_the_cache_and_headers_may_come_with_the_sources(tmp_path):
+    header = _write(tmp_path / "inc.h", "int inc(int v);\n")
+    source = _write(tmp_path / "inc.c", '#include "inc.h"\nint inc(int v) { return v + 1; }\n')
+    module = load("inc", sources=[source, header], build_directory=str(tmp_path / "builds"))
+    assert module.inc(1) == 2
+    assert module.__cextend__.folder.startswith(str(tmp_path / "builds") + os.sep)
+
+
 def test_name_must_be_an_identifier():
     with pytest.raises(ValueError, match="ASCII identifier"):
         load_inline("my-op", AXPY_HEADER, AXPY_SOURCE)
