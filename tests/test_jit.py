@@ -366,7 +366,8 @@ def test_an_unbuilt_cextend_says_how_to_build():
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None and not os.environ.get("CUDA_HOME"),
                     reason="no CUDA toolkit (nvcc) to compile .cu sources")
-def test_load_compiles_cuda_sources_with_nvcc(tmp_path):
+def test_load_compiles_cuda_sources_with_nvcc(tmp_path, monkeypatch):
+    monkeypatch.setenv("CEXTEND_CUDA_ARCH_LIST", "9.0")        # one architecture: a quicker nvcc
     header = _write(tmp_path / "twice.h", "int twice_on_device(float *x, int n);\nint device_count(void);\n")
     _write(tmp_path / "twice.cu", textwrap.dedent("""\
         #include <cuda_runtime.h>

@@ -68,14 +68,22 @@ def _compile_cuda(plan, source, log, verbose):
     from cextend.utils.ffi import _cuda_paths
     nvcc = os.environ.get("NVCC") or os.path.join(os.path.dirname(_cuda_paths()[0]), "bin", "nvcc")
     target = os.path.join(plan.folder, os.path.basename(source) + ".o")
+    architectures = cuda_architectures()
     gencode = []
-    for arch in _CUDA_ARCHITECTURES:
+    for arch in architectures:
         gencode += ["-gencode", "arch=compute_%s,code=sm_%s" % (arch, arch)]
-    gencode += ["-gencode", "arch=compute_90,code=compute_90"]
+    gencode += ["-gencode", "arch=compute_%s,code=compute_%s" % (architectures[-1], architectures[-1])]
     command = ([nvcc, "-O2", "-Xcompiler", "-fPIC", "-c", source, "-o", target] + gencode +
                ["-I" + d for d in plan.include_dirs] + ["-D%s" % d for d in plan.defines])
     _run(command, plan, log, log.name, verbose)
     return target
+
+
+def cuda_architectures():
+    """SM versions for nvcc: $CEXTEND_CUDA_ARCH_LIST ("8.0;9.0" or "80 90", as TORCH_CUDA_ARCH_LIST),
+    else sm_75 to sm_90; the newest also goes in as PTX for GPUs newer still."""
+    text = os.environ.get("CEXTEND_CUDA_ARCH_LIST", "").replace(";", " ").replace(",", " ").split()
+    return sorted({t.replace(".", "") for t in text}, key=int) or list(_CUDA_ARCHITECTURES)
 
 
 def _run(command, plan, log, log_path, verbose):

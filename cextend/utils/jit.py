@@ -27,7 +27,7 @@ import types
 
 from cextend.utils import _jit_cache as cache
 from cextend.utils._cdef import cdef_text, explain_cdef_error
-from cextend.utils._jit_compile import ExtensionBuildError, build_shared_library
+from cextend.utils._jit_compile import ExtensionBuildError, build_shared_library, cuda_architectures
 from cextend.utils._jit_record import recorded
 
 # Bump when the build recipe changes in a way the key cannot see.
@@ -231,7 +231,8 @@ def _plan(extension):
         "sources": [(p or n, t.encode()) for p, n, t in extension.sources],
         "local_headers": local,
         "compiler": (compiler, compiler_path, compiler_version),
-        "flags": (extension.compile_args, plan.link_args, include_dirs, plan.defines, extension.sanitize),
+        "flags": (extension.compile_args, plan.link_args, include_dirs, plan.defines, extension.sanitize,
+                  cuda_architectures() if extension.with_cuda else None),
         "cffi": cffi.__version__, "cextend": cextend.__version__, "python": cache.python_abi(),
     }
     plan.key = cache.cache_key(parts)
