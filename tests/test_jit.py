@@ -157,7 +157,7 @@ def _write(path, text):
 def test_any_change_rebuilds(tmp_path):
     """Header, source, a local header the source includes, and flags are all in the key."""
     header = _write(tmp_path / "scaled.h", "#include <stdint.h>\nint64_t scaled(int64_t v);\n")
-    helper = _write(tmp_path / "factor.h", "#define FACTOR 2\n")
+    _write(tmp_path / "factor.h", "#define FACTOR 2\n")
     source = _write(tmp_path / "scaled.c", '#include "scaled.h"\n#include "factor.h"\n'
                                            "int64_t scaled(int64_t v) { return FACTOR * v; }\n")
 

@@ -10,9 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
-import numpy as np
 import pytest
 
 import cextend
