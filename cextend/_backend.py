@@ -9,7 +9,15 @@ cffi's API mode releases the GIL around each kernel call.
 """
 import numpy as np
 
-from cextend._C import ffi, lib
+try:
+    from cextend._C import ffi, lib
+except ImportError as _error:
+    import os as _os
+    _here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    raise ImportError(
+        "cextend's C extension (cextend._C) is not built in %s, the copy of cextend being imported. "
+        "Build it there with `make build` (or `pip install -e .`); or, to use an installed cextend, run "
+        "Python from another folder, where this source tree does not shadow it. (%s)" % (_here, _error)) from None
 
 _POINTER_TYPE = {
     np.dtype(np.float32): "float *",
@@ -257,6 +265,19 @@ def special(name, x):
     source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
     out = np.empty(source.shape, source.dtype)
     check(_SPECIAL[x.dtype](_SPECIAL_OPS[name], source.size, pointer(source), pointer(out)))
+    return out
+
+
+_POLYGAMMA = {_F32: lib.cextend_polygamma_f32, _F64: lib.cextend_polygamma_f64}
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma of a float32/float64 array (a new array)."""
+    if x.dtype not in _POLYGAMMA:
+        raise TypeError("polygamma: expected float32 or float64, got %s" % x.dtype)
+    source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
+    out = np.empty(source.shape, source.dtype)
+    check(_POLYGAMMA[x.dtype](n, source.size, pointer(source), pointer(out)))
     return out
 
 

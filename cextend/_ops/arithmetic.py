@@ -11,6 +11,9 @@ import math
 
 import numpy as np
 
+from cextend._fpe import quietly, restore, silence
+from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -50,9 +53,43 @@ class Binary:
     def run(self, a, b, rt):
         if self.check is not None:
             self.check(a, b, rt)
-        return self.compute(as_array(a, rt), as_array(b, rt))
+        return quietly(self.compute, as_array(a, rt), as_array(b, rt))
 
     def __call__(self, input, other, out=None):
+        # The common case first: a CPU tensor with a tensor of its dtype or a
+        # Python number that cannot change its dtype.  No promotion work, no
+        # extra checks; the result is the same as the general path's.
+        data = getattr(input, "_data", None)
+        if out is None and type(data) is np.ndarray:
+            dt = data.dtype
+            kind = dt.kind
+            t = type(other)
+            if t is float:
+                same = kind == "f"
+                raw = other
+            elif t is int:
+                same = kind == "f" or kind == "i" and dt.itemsize == 8
+                raw = other
+            else:
+                raw = getattr(other, "_data", None)
+                same = type(raw) is np.ndarray and raw.dtype == dt
+            if same and (kind == "f" or self.result == "promote"):
+                if self.check is not None:
+                    self.check(input, other, dt)
+                token = silence()
+                try:
+                    value = self.compute(data, raw)
+                finally:
+                    restore(token)
+                result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
+                if self.node is not None and _grad_state.enabled and (
+                        input._requires_grad or input._base is not None or
+                        t is not float and t is not int and (other._requires_grad or other._base is not None)):
+                    if rec.needs_grad(input, other):
+                        node = rec.record2(self.node, input, other, result)
+                        if self.saves:
+                            node._saved = self._saved(input, other, result, input)
+                return result
         a = require_operand(input, self.name, "input")
         b = require_operand(other, self.name, "other")
         rt, ot = self.dtypes(a, b)
@@ -62,7 +99,6 @@ class Binary:
         if out is not None:
             rec.check_out(out, self.name, a, b)
             return rec.write_out(out, _as_ndarray(data, ot), self.name)
-        from cextend.tensor import _wrap
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b):
             node = rec.record(self.node, (a, b), result)
@@ -87,11 +123,7 @@ class Binary:
         a = require_tensor(input, self.name + "_")
         b = require_operand(other, self.name + "_")
         rt, ot = self.dtypes(a, b)
-        shape = a._data.shape
-        other_shape = b._data.shape if is_tensor(b) else ()
-        if np.broadcast_shapes(shape, other_shape) != shape:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(shape), list(np.broadcast_shapes(shape, other_shape))))
+        check_broadcasts_into(a, b)
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
@@ -106,6 +138,22 @@ class Binary:
         if node is not None:
             node._saved = tuple(before[w] if w in before else rec.save_output(a) for w in self.saves)
         return a
+
+
+def check_broadcasts_into(a, b):
+    """An in-place op's operand must broadcast to the tensor's own shape."""
+    shape = a._data.shape
+    other_shape = b._data.shape if is_tensor(b) else ()
+    if other_shape == shape or not other_shape:
+        return
+    try:
+        result = np.broadcast_shapes(shape, other_shape)
+    except ValueError:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(shape), list(other_shape))) from None
+    if result != shape:
+        raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                           % (list(shape), list(result)))
 
 
 def _as_ndarray(data, dtype):
@@ -328,27 +376,27 @@ def fmod(input, other, *, out=None):
 
 
 @register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
-          samples=S.binary(), family="arithmetic")
+          samples=S.binary(tensor_other=True), family="arithmetic")
 def atan2(input, other, *, out=None):
     return _ATAN2(input, other, out)
 
 
-@register("maximum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("maximum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def maximum(input, other, *, out=None):
     return _MAXIMUM(input, require_tensor(other, "maximum", "other"), out)
 
 
-@register("minimum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("minimum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def minimum(input, other, *, out=None):
     return _MINIMUM(input, require_tensor(other, "minimum", "other"), out)
 
 
-@register("fmax", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmax", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmax(input, other, *, out=None):
     return _FMAX(input, require_tensor(other, "fmax", "other"), out)
 
 
-@register("fmin", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmin", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmin(input, other, *, out=None):
     return _FMIN(input, require_tensor(other, "fmin", "other"), out)
 
@@ -390,7 +438,7 @@ _POW = Binary("pow", np.power, _pow_backward, saves=("self", "other", "result"),
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),
           samples=S.pow_samples(), family="arithmetic")
-def pow(input, exponent, *, out=None):
+def power(input, exponent, *, out=None):
     """input ** exponent; either may be a number (not both)."""
     if not is_tensor(input):
         return _POW(require_operand(input, "pow", "self"), require_tensor(exponent, "pow", "exponent"), out)
@@ -414,6 +462,7 @@ def _compare_inplace(op, self, other):
     """x.lt_(y): the comparison stored back into x's dtype (no gradient)."""
     b = require_operand(other, op.name + "_")
     rt = binary_result_type(self, b)
+    check_broadcasts_into(self, b)
     recording = rec.prepare_inplace(self, (b,))
     node = rec.connect(_ZeroGradNode(), (self, b)) if recording else None
     self._data[...] = op.run(self, b, rt)
@@ -435,7 +484,7 @@ def _logical(name, ufunc):
         return op(input, require_tensor(other, name, "other"), out)
     logical.__name__ = name
     register(name, logical, inplace=lambda self, other: _compare_inplace(op, self, other),
-             samples=S.binary(distinct=True), gradcheck=False, family="comparison", integer_inputs=True)
+             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison", integer_inputs=True)
     return logical
 
 
@@ -483,7 +532,7 @@ _WhereNode = rec.node_class("WhereBackward", _where_backward)
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
-        from cextend._ops.indexing import nonzero
+        from cextend._ops.gather_scatter import nonzero
         return nonzero(condition, as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":
@@ -493,7 +542,7 @@ def where(condition, input=None, other=None, *, out=None):
     b = require_operand(other, "where", "other")
     from cextend._promotion import result_type
     rt = result_type(a, b)
-    data = np.where(cond._data, as_array(a, rt), as_array(b, rt))
+    data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
     if out is not None:
         rec.check_out(out, "where", a, b)
         return rec.write_out(out, data, "where")
@@ -624,7 +673,20 @@ register("bitwise_not", _bitwise_not, gradcheck=False, difftest=False, family="c
 
 # -- operators --------------------------------------------------------------
 
-def _operator(function, reflected=False):
+def _operator(function, reflected=False, binary=None):
+    """A Tensor operator method; `binary` (a Binary) is called directly for
+    tensors and Python numbers, skipping the keyword handling of `function`."""
+    if binary is not None and not reflected:
+        def op(self, other):
+            t = type(other)
+            if t is float or t is int or getattr(other, "_data", None) is not None:
+                return binary(self, other)
+            other = operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+            return function(self, other)
+        return op
+
     def op(self, other):
         other = operand(other)
         if other is NotImplemented:
@@ -637,7 +699,7 @@ def _rpow(self, other):
     other = operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return pow(other, self)
+    return power(other, self)
 
 
 def _rtruediv(self, other):
@@ -647,10 +709,12 @@ def _rtruediv(self, other):
     return _DIV(other, self)
 
 
-for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div),
-                         ("floordiv", floor_divide), ("mod", remainder), ("pow", pow),
-                         ("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor)):
-    method("__%s__" % _name, _operator(_function))
+for _name, _function, _binary in (("add", add, _ADD), ("sub", sub, _SUB), ("mul", mul, _MUL),
+                                  ("truediv", div, _DIV), ("floordiv", floor_divide, _FLOOR_DIV),
+                                  ("mod", remainder, _REMAINDER), ("pow", power, _POW),
+                                  ("and", bitwise_and, None), ("or", bitwise_or, None),
+                                  ("xor", bitwise_xor, None)):
+    method("__%s__" % _name, _operator(_function, binary=_binary))
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floor_divide),
                          ("mod", remainder), ("and", bitwise_and), ("or", bitwise_or),
                          ("xor", bitwise_xor)):
