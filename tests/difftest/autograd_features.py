@@ -2,6 +2,8 @@
 values that require grad into plain buffers, custom Functions, grad mode,
 hooks, retain_grad, detach/.data, and every way of running backward.
 """
+import numpy as np
+
 from . import features as F
 from . import functions
 from . import values as V
@@ -57,14 +59,15 @@ def save_then_mutate(gen):
     form = gen.choice(SAVING)
     z = yield from gen.assign(form % ((y, y) if form.count("%s") == 2 else y), "save", form.replace("%s", "y"))
     zt = gen.value(z)
-    target = gen.weighted({"y": 4, "view of y": 2, "base of y": 1 if t._base is not None else 0,
+    base = _named_base(gen, t)
+    target = gen.weighted({"y": 4, "view of y": 2, "base of y": 1 if base is not None else 0,
                            "z": 1 if zt is not None and zt.dim() else 0, "y.data": 1, "y under no_grad": 1})
     if target == "y":
         expr = y
     elif target == "view of y":
         expr = yield from gen.assign((yield from F.view_op(gen, t, y)), "view")
     elif target == "base of y":
-        expr = yield from _base_expression(gen, y)
+        expr = base
     elif target == "z":
         expr = z
     elif target == "y.data":
@@ -85,9 +88,15 @@ def save_then_mutate(gen):
         yield Stmt("%s.backward()" % loss_of(gen, z, zt), "backward", "backward after mutation")
 
 
-def _base_expression(gen, view_expr):
-    """A name for view_expr._base (a statement)."""
-    return (yield from gen.assign("%s._base" % view_expr, "view", "_base"))
+def _named_base(gen, t):
+    """The expression of the program value that t is a view of, if any (torch's
+    private _base can also be an internal tensor the program never saw)."""
+    if t._base is None:
+        return None
+    for expr, value in gen.tensors():
+        if value is t._base:
+            return expr
+    return None
 
 
 def index_then_mutate(gen):
@@ -295,3 +304,33 @@ def finale(gen):
     if expr is None:
         return
     yield Stmt("%s.backward()" % loss_of(gen, expr, t), "backward", "final backward")
+
+
+# -- edge values ------------------------------------------------------------------
+
+SPECIAL_VALUES = (0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, float("inf"), float("-inf"), float("nan"))
+AT_SPECIALS = ("{x} ** 0", "{x} ** 0.0", "{x} ** -1", "{x} ** 0.5", "{x} ** -1.5", "{x} ** 2", "{x} ** 3",
+               "0.0 ** {x}", "(-2.0) ** {x}", "2.0 ** {x}", "{x} ** {y}", "{x}.pow({y})", "{x}.relu()",
+               "torch.relu({x})", "{x}.max()", "{x}.min()", "{x}.amax()", "{x}.amin()", "{x}.max(0)[0]",
+               "{x}.min(0)[0]", "{x}.abs()", "1 / {x}", "{x} / 0", "{x} / {y}", "{x}.clamp(0, 1)",
+               "{x}.clamp(min=0)", "{x}.sqrt()", "{x}.log()", "{x}.exp()", "{x}.sigmoid()", "{x}.tanh()",
+               "{x}.sum()", "{x}.mean()", "{x}.maximum({y})", "{x}.minimum({y})", "{x} * 0", "{x}.sign()",
+               "{x}.reciprocal()", "{x}.rsqrt()", "torch.where({x} > 0, {x}, {y})", "{x}.square()",
+               "{x}.atan2({y})", "{x} % {y}", "{x}.fmod({y})", "{x}.amax(0, keepdim=True)")
+
+
+def at_specials(gen):
+    """Pointwise ops and reductions at 0, -0, +-inf, NaN and ties, with gradients."""
+    dtype = gen.float_dtype()
+    n = gen.integer(2, 6)
+    pick = [SPECIAL_VALUES[int(i)] for i in gen.rng.integers(0, len(SPECIAL_VALUES), n)]
+    x = yield from gen.leaf(np.array(pick), dtype, True)
+    form = gen.choice(AT_SPECIALS)
+    y = x
+    if "{y}" in form:
+        other = [SPECIAL_VALUES[int(i)] for i in gen.rng.integers(0, len(SPECIAL_VALUES), n)]
+        y = yield from gen.leaf(np.array(other), gen.choice((dtype, dtype, "float64")), gen.coin(0.7))
+    z = yield from gen.assign(form.format(x=x, y=y), "specials", form.format(x="x", y="y"))
+    zt = gen.value(z)
+    if zt is not None and hasattr(zt, "requires_grad") and _requires_grad(zt):
+        yield Stmt("%s.backward()" % loss_of(gen, z, zt), "backward", "backward at specials")

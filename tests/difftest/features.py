@@ -320,6 +320,9 @@ def table_inplace(gen, expr, t):
     if not found:
         return
     sample = gen.choice(found)
+    from .ops import steer_clear
+    if not steer_clear(gen, info.name, [expr]):
+        return
     args = []
     for a in sample.args[1:]:
         if isinstance(a, np.ndarray):

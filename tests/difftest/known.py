@@ -111,6 +111,31 @@ REPROS = {
     "D29": ["v0 = torch.zeros(2)", "v1 = torch.tensor([False, True])", "v2 = torch.tensor(-1.25, requires_grad=True)",
             "v0[v1] = v2.clone()", "v3 = torch.tensor([-1.5, 0.75], requires_grad=True)", "v0[0] = v3.sum()", "v0.sum().backward()",
             "(v0 * 2).sum().backward()"],
+    "D10d": ["v0 = torch.tensor([1.0, 2.0], requires_grad=True)", "v1 = v0 * 2",
+             "with torch.no_grad():\n    v2 = v1[None]", "v1.detach_()"],
+    "D13b": ["v0 = torch.tensor([-2.5, 0.75], requires_grad=True)", "v1 = v0 * 2", "v1.retain_grad()",
+             "v2 = v1.div_(2.0)", "v1.sum().backward()"],
+    "D16m": ["v0 = torch.tensor([True, False])", "v1 = v0.square_()"],
+    "D16n": ["v0 = torch.zeros(2, dtype=torch.float64)", "v1 = v0.masked_scatter_(torch.tensor([True, False]), torch.ones(2))"],
+    "D16o": ["v0 = torch.tensor([1, 2])", "v1 = v0.logcumsumexp(0)"],
+    "D16p": ["v0 = torch.tensor([1, 2])", "v1 = torch.lerp(v0, torch.tensor([3, 4]), torch.tensor([0.5, 0.5]))"],
+    "D16q": ["v0 = torch.ones(2, 2)", "v1 = v0.tril_(-1.5)"],
+    "D16r": ["v0 = torch.tensor([True, False, True])", "v1 = v0.topk(2)"],
+    "D16s": ["v0 = torch.ones(2)", "v1 = v0.addcdiv_(torch.tensor([1, 2]), torch.tensor([2, 2]))"],
+    "D16t": ["v0 = torch.tensor([True, False])", "v1 = torch.put(v0, torch.tensor([0]), torch.tensor([0.5]))"],
+    "D17d": ["v0 = torch.tensor([[False, True]])", "v1 = v0.clamp_(torch.tensor([[[True, False]]]), None)"],
+    "D8f": ["v0 = torch.tensor([[-1.0], [-1.75]], requires_grad=True)", "v1 = v0 * 4", "v2 = v1.t()",
+            "v3 = v2.logical_and_(torch.tensor([1, 0]))", "v4 = torch.autograd.grad(v2.sum(), [v0])"],
+    "D19c": ["v0 = torch.tensor(-1.5, requires_grad=True)", "v1 = v0.clone()", "v2 = v1.asinh_()", "v2.backward()"],
+    "D28b": ["v0 = torch.tensor([[-0.0, -0.25], [0.5, -1.25]])", "v1 = v0.t().clone()", "v2 = v1.reshape(-1)",
+             "v3 = v1.mul_(2)"],
+    "D30": ["v0 = torch.tensor([[1.0, 2.0], [2.0, 0.5]])", "v1 = torch.nanmedian(v0, 0)"],
+    "D31": ["v0 = torch.tensor([1.5])", "v1 = torch.psi(v0)"],
+    "D32": ["v0 = torch.tensor(-2.75)", "v1 = v0[-1]"],
+    "D33": ["v0 = torch.tensor([-inf, -1.75, 0.5])", "v1 = torch.var_mean(v0)"],
+    "D34": ["v0 = torch.tensor([4, 0])", "v1 = v0.addcmul(torch.tensor([2, 3]), torch.tensor([2, -2]), value=-0.5)"],
+    "D35": ["v0 = torch.tensor([nan, 2.0], requires_grad=True)", "v1 = v0.amax()", "v1.backward()"],
+    "D36": ["v0 = torch.tensor(1.25)", "v1 = v0 % torch.tensor([-0.25, 0.5])", "v2 = 1 / v1"],
 }
 REPROS["D22b"] = ["v0 = torch.tensor([0.5, 0.0], requires_grad=True)", "v1 = v0.clone()", "v2 = v1.copy_(v1)",
              "v3 = v2.pow_(torch.tensor(-inf))", "v2.sum().backward()"]
@@ -140,21 +165,21 @@ GROUPS = [
   "torch: `int.copy_(float requiring grad)` and `float.logical_or_(requiring grad)` leave self without history; "
   "a non-differentiable in-place op (logical_or_) leaves self's history as it was, so the gradient flows through "
   "unchanged (cextend: zero); comparisons in place (`eq_`, `lt_` ...) do record a grad_fn (zero gradient) even on an "
-  "int self; masked_fill of an int tensor with a value requiring grad raises.", ["D8a", "D8b", "D8c", "D8d", "D8e"]),
+  "int self; masked_fill of an int tensor with a value requiring grad raises.", ["D8a", "D8b", "D8c", "D8d", "D8e", "D8f"]),
  ("D9", "views torch refuses to rebase are rebased", "torch raises",
   "Outputs of split/chunk/unbind (multi-output views), views made under no_grad, and views returned by custom "
   "Functions: after their base changes in place, torch raises at the next use (even reading `grad_fn`); cextend "
   "silently regenerates them.", ["D9a", "D9b", "D9c"]),
  ("D10", "a base's requires_grad_()/requires_grad_(False)/detach_() is not seen by its views", "mixed",
   "torch: a view's requires_grad follows its base; after `base.detach_()` a later backward through an old view "
-  "no longer accumulates into base.grad.", ["D10a", "D10b", "D10c"]),
+  "no longer accumulates into base.grad.", ["D10a", "D10b", "D10c", "D10d"]),
  ("D11", "views made under no_grad are kept out of the graph in torch", "wrong .grad / torch raises",
   "torch reports them requires_grad=True, is_leaf=True, but backward through them gives no .grad anywhere, and "
   "backward from one raises 'does not require grad'. cextend gives them a .grad.", ["D11a", "D11b"]),
  ("D12", "backward(inputs=[non_leaf]) does not retain_grad() the non-leaf", "wrong .grad, no error",
   "torch calls retain_grad() on non-leaf inputs, so later backwards keep accumulating into their .grad.", ["D12"]),
  ("D13", "retain_grad() then an in-place op: the old version's gradient is retained", "wrong .grad, no error",
-  "torch moves the retain hook to the tensor's new grad_fn.", ["D13"]),
+  "torch moves the retain hook to the tensor's new grad_fn.", ["D13", "D13b"]),
  ("D14", "a second backward through setitem (CopySlices) does not raise", "torch raises", "", ["D14"]),
  ("D16", "dtype and argument checks", "error parity (mostly torch raises)",
   "index_put with a different source dtype; bool arithmetic (`1.5 - bool`, `abs(bool)`, `relu(bool)`, `pow_` "
@@ -162,11 +187,11 @@ GROUPS = [
   "logical_*); negative slice steps; masked_fill_ of inf into int64. cextend raising where torch computes: "
   "`int ** negative int tensor`, `clamp_max(True)`, int fmod by a zero that broadcasts into an empty "
   "result, `bool.add_(bool, alpha=2)`. And one silent dtype: `square(bool)` is int64 in torch.",
-  ["D16a", "D16b", "D16c", "D16d", "D16e", "D16h", "D16k", "D16f", "D16g", "D16j", "D16l", "D16i"]),
+  ["D16a", "D16b", "D16c", "D16d", "D16e", "D16h", "D16k", "D16f", "D16g", "D16j", "D16l", "D16i", "D16m", "D16n", "D16o", "D16p", "D16q", "D16r", "D16s", "D16t"]),
  ("D17", "in-place shape and memory-overlap checks", "error parity",
-  "", ["D17a", "D17b", "D17c"]),
+  "", ["D17a", "D17b", "D17c", "D17d"]),
  ("D18", "split/chunk of an empty dimension", "wrong result, no error", "", ["D18a", "D18b"]),
- ("D19", "ops torch has no derivative for get one", "torch raises", "", ["D19a", "D19b"]),
+ ("D19", "ops torch has no derivative for get one", "torch raises", "", ["D19a", "D19b", "D19c"]),
  ("D20", "zero gradients computed as `g * 0`", "wrong gradient, no error",
   "round/floor/sign/fill_/copy_ (self's old value) backward return `g * 0`: an inf or NaN incoming gradient "
   "becomes NaN (torch: exact zeros), and under create_graph the zeros stay attached to the graph.",
@@ -182,7 +207,21 @@ GROUPS = [
  ("D27", "x.clamp_(x, ...) saves the bound after the change", "torch raises", "the y.mul_(y) case, for clamp_'s tensor bounds.", ["D27"]),
  ("D28", "clone() does not preserve strides", "torch raises",
   "torch's clone keeps a transposed tensor's strides (memory_format=preserve_format), so .view() of it raises "
-  "(and stride()/is_contiguous() differ).", ["D28"]),
+  "(and stride()/is_contiguous() differ).", ["D28", "D28b"]),
+ ("D30", "nanmedian(dim) returns a named tuple called median", "wrong type, no error", "", ["D30"]),
+ ("D31", "names torch does not have (torch.psi, Tensor.psi)", "torch raises",
+  "torch has torch.special.psi only.", ["D31"]),
+ ("D32", "x[-1] on a 0-d tensor works", "torch raises",
+  "The documented legacy deviation is `x[0]` (`loss.data[0]`); other indices should still raise.", ["D32"]),
+ ("D33", "var_mean/std_mean's mean at +-inf", "different number (a torch quirk)",
+  "torch's Welford update gives NaN for the mean where torch.mean gives -inf. Emulate, or document.", ["D33"]),
+ ("D34", "addcmul/addcdiv on integer tensors with a fractional value", "wrong number, no error",
+  "torch casts value to the tensors' integer type first (-0.5 -> 0).", ["D34"]),
+ ("D35", "amax/amin backward with a NaN", "wrong gradient, no error",
+  "torch splits the gradient evenly over the elements equal to the result, and nothing equals NaN: the "
+  "gradient is NaN everywhere. cextend routes it to the NaN (as torch's max() does).", ["D35"]),
+ ("D36", "the sign of remainder's zeros", "wrong number, no error",
+  "numpy's remainder gives a zero the divisor's sign; torch's is +0.0. Visible through 1/x.", ["D36"]),
  ("D24", "(candidate deviation) torch raises accumulating into a .grad that is a ZeroTensor", "torch raises",
   "abs's double backward produces torch's lazy ZeroTensor; accumulating into it raises. A torch quirk: "
   "suggest moving it to ALLOWED.", ["D24"]),
@@ -255,9 +294,11 @@ def replay(body, torch, cextend):
 HEADER = """# Disagreements between cextend and torch 2.13 found by the differential tester
 
 Found by `tests/difftest` (make test: 2,000 programs, seed 20260; plus runs of
-seeds 1-8, 3,000 programs each). Each is parked as an OPEN entry with the same
-id in `tests/difftest/allowlist.py`, so `make test` stays green; remove the
-entry when the fix lands (the tester then checks it on every run).
+3,000 programs for seeds 1-8 on the first core and 11-13 after merging main at
+9e49d4f). Each is parked as an OPEN entry with the same id in
+`tests/difftest/allowlist.py`, so `make test` stays green; remove the entry
+when the fix lands (the tester then checks it on every run). Repros that no
+longer disagree are marked "fixed" below.
 `PYTHONPATH=tests python -m difftest.known` replays every repro below and says
 which still disagree; this file is its `--markdown` output.
 

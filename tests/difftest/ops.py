@@ -15,6 +15,7 @@ import numpy as np
 from cextend._ops.registry import OPS, Const, Sample
 
 from . import values as V
+from .allowlist import POLES, TORCH_BUGS
 from .program import Stmt
 
 # Families whose Python-number arguments are operands (vary their values);
@@ -89,6 +90,8 @@ def op_call(gen):
     kwargs = []
     for key, a in sample.kwargs.items():
         kwargs.append("%s=%s" % (key, (yield from _argument(gen, info, a, plan, 1, False))))
+    if not steer_clear(gen, info.name, args):
+        return
     if info.call is not None:           # the op takes a sequence of tensors
         text = "torch.%s([%s]%s)" % (spelling, ", ".join(args), "".join(", " + k for k in kwargs))
     elif form == "module":
@@ -127,6 +130,23 @@ def _argument(gen, info, a, plan, position, inplace_target):
             return repr(int(a) + gen.choice((-1, 1)))       # out of range, sometimes
         return V.scalar_source(a)
     return repr(a)
+
+
+def steer_clear(gen, name, args):
+    """Keep away from where torch itself is wrong or both are noise (the
+    allowlist's TORCH_BUGS and POLES): may rewrite args; False to give up."""
+    values = [gen.value(a) for a in args]
+    tensors = [(i, t) for i, t in enumerate(values) if hasattr(t, "stride")]
+    if name in POLES:
+        for _, t in tensors:
+            data = t.detach().double().numpy()
+            if (np.isfinite(data) & (data <= 0) & (data == np.round(data))).any():
+                return False
+    if name in TORCH_BUGS:
+        for i, t in tensors:
+            if t.numel() > 1 and 0 in t.stride():
+                args[i] = "%s.contiguous()" % args[i]
+    return True
 
 
 def _int_leaf(gen, array):

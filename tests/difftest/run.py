@@ -16,7 +16,7 @@ import numpy as np
 from . import autograd_features as A
 from . import features as F
 from . import ops
-from .allowlist import excuse, open_item
+from .allowlist import excuse, open_item, unspecified
 from .generator import Gen
 from .program import source
 from .session import Session
@@ -24,7 +24,7 @@ from .shrink import shrink
 
 FEATURES = {ops.op_call: 30, F.arith: 12, F.view: 12, F.inplace: 12, A.save_then_mutate: 5,
             A.index_then_mutate: 1, A.buffer_setitem: 4, A.custom_function: 6, A.no_grad: 5,
-            A.autograd_misc: 8, A.backward: 6}
+            A.autograd_misc: 8, A.backward: 6, A.at_specials: 4}
 
 
 class ProgramResult:
@@ -56,8 +56,10 @@ def generate_and_run(seed, torch, cextend, max_features=8):
             hard, soft = session.step(stmt)
             if soft is not None:
                 softs.append(soft)
+                if soft.kind == "soft-state":       # the two states diverged: nothing after compares
+                    return ProgramResult(stmts, None, softs, None)
             if hard is not None:
-                known = excuse(hard) or open_item(hard)
+                known = excuse(hard) or unspecified(hard) or open_item(hard)
                 if known is not None:
                     return ProgramResult(stmts, None, softs, known)
                 return ProgramResult(stmts, hard, softs, None)
@@ -82,8 +84,8 @@ class Summary:
     def report(self, repros=True):
         opened = sum(n for name, n in self.excused.items() if name.startswith("OPEN:"))
         lines = ["difftest: %d programs (%d statements) in %.1f s, %.0f programs/s; %d disagreed "
-                 "(%d distinct); %d stopped at an allowed deviation, %d at an OPEN bug; "
-                 "%d soft findings (%d distinct)"
+                 "(%d distinct); %d stopped at an allowed deviation or unspecified choice, %d at an "
+                 "OPEN bug; %d soft findings (%d distinct)"
                  % (self.programs, self.statements, self.seconds, self.programs / max(self.seconds, 1e-9),
                     self.failed, len(self.groups), sum(self.excused.values()) - opened, opened,
                     sum(v[0] for v in self.soft.values()), len(self.soft))]

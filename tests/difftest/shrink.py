@@ -7,7 +7,7 @@ what is left: leaves without requires_grad, float32 for float64.
 Replays are cheap (a few ms), so the search is exhaustive to a fixpoint
 within a budget.
 """
-from .allowlist import excuse
+from .allowlist import excuse, unspecified
 from .program import Stmt
 from .session import Session
 
@@ -16,9 +16,11 @@ def replay(stmts, torch, cextend):
     """The first hard, unexcused Finding replaying stmts, or None."""
     session = Session(torch, cextend)
     for stmt in stmts:
-        hard, _ = session.step(stmt)
+        hard, soft = session.step(stmt)
+        if soft is not None and soft.kind == "soft-state":
+            return None
         if hard is not None:
-            return None if excuse(hard) is not None else hard
+            return None if excuse(hard) is not None or unspecified(hard) is not None else hard
     return None
 
 
