@@ -431,7 +431,16 @@ def _clamp_inplace(self, min=None, max=None):
     return self
 
 
-register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=None, family="pointwise",
+def _clamp_samples(rng):
+    from cextend._ops.registry import Sample
+    values = rng.uniform(-2, 2, (3, 4))
+    yield Sample(values, -0.5, 0.7)
+    yield Sample(values, min=-0.5)
+    yield Sample(values, max=0.25)
+    yield Sample(values, rng.uniform(-2, -0.2, (3, 4)), rng.uniform(0.2, 2, (4,)), note="tensor bounds")
+
+
+register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=_clamp_samples, family="pointwise",
          integer_inputs=True)
 
 
@@ -443,10 +452,16 @@ def clamp_max(input, max, *, out=None):
     return clamp(input, max=max, out=out)
 
 
+def _one_bound_samples(rng):
+    from cextend._ops.registry import Sample
+    yield Sample(rng.uniform(-2, 2, (3, 4)), 0.3)
+    yield Sample(rng.uniform(-2, 2, (3, 4)), rng.uniform(-1, 1, (3, 4)))
+
+
 register("clamp_min", clamp_min, inplace=lambda self, min: _clamp_inplace(self, min=min),
-         family="pointwise")
+         samples=_one_bound_samples, family="pointwise")
 register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, max=max),
-         family="pointwise")
+         samples=_one_bound_samples, family="pointwise")
 
 
 # -- tests of value (no gradient) -------------------------------------------------
