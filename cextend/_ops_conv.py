@@ -44,6 +44,18 @@ def conv_weight_grad(dy, x, geometry, w_shape):
     return dw
 
 
+def conv_grads(dy, x, w, geometry, need_x, need_w, need_b):
+    """(dx, dw, db) of conv(x, w) + b, None for those not asked, from one
+    kernel call (dy is gathered once for all three)."""
+    dx = np.empty(x.shape, dy.dtype) if need_x else None
+    dw = np.empty(w.shape, dy.dtype) if need_w else None
+    db = np.empty(w.shape[0], dy.dtype) if need_b else None
+    if any(a is not None and a.size for a in (dx, dw, db)):
+        _backend.conv2d_backward(dy, x.shape, x if need_w else None, w if need_x else None, w.shape,
+                                 dx, dw, db, geometry.kernel_args())
+    return dx, dw, db
+
+
 def bias_grad(dy):
     """db: dy summed over batch and positions (in double, in index order
     whatever dy's layout).  It is the bias gradient of any convolution with
@@ -86,10 +98,7 @@ def conv2d_backward(grad_out, x, w, *, stride=1, padding=0, dilation=1, groups=1
     geometry, shape = conv2d_geometry(x.shape, w.shape, None, stride, padding, dilation, groups)
     _checks.shape(grad_out, "grad_out", shape, "conv2d's output shape")
     del dtype
-    dx = conv_input_grad(grad_out, w, geometry, x.shape) if input else None
-    dw = conv_weight_grad(grad_out, x, geometry, w.shape) if weight else None
-    db = bias_grad(grad_out) if bias else None
-    return dx, dw, db
+    return conv_grads(grad_out, x, w, geometry, input, weight, bias)
 
 
 def conv_transpose2d_forward(x, w, b=None, *, stride=1, padding=0, output_padding=0, groups=1, dilation=1,

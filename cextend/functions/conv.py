@@ -13,6 +13,7 @@ directly; with create_graph=True it records these Functions instead.
 from cextend import _checks
 from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
 from cextend._ops_conv import bias_grad, conv, conv_input_grad, conv_weight_grad
+from cextend._ops_conv import conv_grads as all_conv_grads
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.functions._tensors import data, wrap
@@ -120,8 +121,12 @@ class Conv2dFunction(Function):
     def backward(ctx, grad_output):
         input, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        gx, gw = conv_grads(grad_output, input, weight, ctx.geometry, need_x, need_w)
-        gb = _bias_grad(grad_output) if need_b else None
+        if is_grad_enabled():
+            gx, gw = conv_grads(grad_output, input, weight, ctx.geometry, need_x, need_w)
+            gb = grad_output.sum((0, 2, 3)) if need_b else None
+        else:           # one kernel call for all three
+            gx, gw, gb = (wrap(g) for g in all_conv_grads(grad_output._data, input._data, weight._data,
+                                                           ctx.geometry, need_x, need_w, need_b))
         return gx, gw, gb, None, None, None, None
 
 

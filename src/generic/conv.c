@@ -19,27 +19,25 @@
  */
 
 /* Aim for patch + product scratch of about this many elements per chunk. */
+/* Pointwise planes at least this large are multiplied in place, image by image. */
+#ifndef POINTWISE_MIN_PLANE
+#define POINTWISE_MIN_PLANE 256
+#endif
+
 #ifndef CONV_CHUNK_ELEMENTS
-#define CONV_CHUNK_ELEMENTS ((int64_t)1 << 20)
+#define CONV_CHUNK_ELEMENTS ((int64_t)1 << 19)
 #endif
 
 #ifndef CX_CONV_SHARED_HELPERS
 #define CX_CONV_SHARED_HELPERS
 static inline int64_t cx_conv_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cx_conv_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t cx_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-/* The output columns j in [*lo, *hi) whose input column j*stride + offset
- * lies in [0, size); *lo == *hi when none do. */
-static inline void cx_valid_range(int64_t offset, int64_t stride, int64_t size, int64_t out,
-                                  int64_t *lo, int64_t *hi)
+/* Rows (columns) of the zero-padded input that some window reads:
+ * padded row r is input row r - pad_h. */
+static inline int64_t cx_conv_reach(int64_t out, int64_t stride, int64_t k, int64_t dilation)
 {
-    int64_t first = offset >= 0 ? 0 : cx_ceil_div(-offset, stride);
-    int64_t last = size - offset > 0 ? cx_ceil_div(size - offset, stride) : 0;
-    first = cx_conv_min(first, out);
-    last = cx_conv_max(first, cx_conv_min(last, out));
-    *lo = first;
-    *hi = last;
+    return out > 0 ? (out - 1) * stride + (k - 1) * dilation + 1 : 0;
 }
 
 /* (h, w) planes whose element (i, j) sits at i*w + j. */
@@ -64,78 +62,97 @@ static inline int64_t cx_conv_chunk(int64_t n, int64_t per_image)
 }
 #endif
 
-/* col (K x nb*L) from images b0.. b0+nb-1, channels c0.. c0+cig-1 of x. */
-static void CX_FN(im2col)(const cx_conv2d_geometry *g, const REAL *x, const int64_t *xs,
-                          int64_t b0, int64_t nb, int64_t c0, REAL *col)
+/* xp[b][c] (Hp x Wp, contiguous) = images b0.. b0+nb-1, channels c0..
+ * c0+cig-1 of x, zero-padded: xp[b][c][r][s] = x[..][r - pad_h][s - pad_w]
+ * or 0.  Reading x once through its strides here leaves im2col plain
+ * branch-free copies. */
+static void CX_FN(pad_input)(const cx_conv2d_geometry *g, const REAL *x, const int64_t *xs,
+                             int64_t b0, int64_t nb, int64_t c0, int64_t Hp, int64_t Wp, REAL *xp)
 {
-    const int64_t khw = g->kh * g->kw, K = (g->c_in / g->groups) * khw;
-    const int64_t w_out = g->w_out, L = g->h_out * w_out, NL = nb * L;
+    const int64_t cig = g->c_in / g->groups;
+    const int64_t rows = cx_conv_max(0, cx_conv_min(g->h, Hp - g->pad_h));
+    const int64_t cols = cx_conv_max(0, cx_conv_min(g->w, Wp - g->pad_w));
+    const int threads = cx_threads_for_elements((double)nb * cig * Hp * Wp);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t bc = 0; bc < nb * cig; ++bc) {
+        const REAL *plane = x + (b0 + bc / cig) * xs[0] + (c0 + bc % cig) * xs[1];
+        REAL *dst = xp + bc * Hp * Wp;
+        memset(dst, 0, (size_t)(Hp * Wp) * sizeof(REAL));
+        for (int64_t i = 0; i < rows; ++i) {
+            const REAL *src = plane + i * xs[2];
+            REAL *row = dst + (i + g->pad_h) * Wp + g->pad_w;
+            if (xs[3] == 1)
+                memcpy(row, src, (size_t)cols * sizeof(REAL));
+            else
+                for (int64_t j = 0; j < cols; ++j)
+                    row[j] = src[j * xs[3]];
+        }
+    }
+}
+
+/* col (K x nb*L) from the padded chunk xp: each row is one kernel tap. */
+static void CX_FN(im2col)(const cx_conv2d_geometry *g, const REAL *xp, int64_t nb, int64_t Hp, int64_t Wp,
+                          REAL *col)
+{
+    const int64_t khw = g->kh * g->kw, cig = g->c_in / g->groups, K = cig * khw;
+    const int64_t h_out = g->h_out, w_out = g->w_out, L = h_out * w_out, NL = nb * L;
+    const int64_t sh = g->stride_h, sw = g->stride_w;
     const int threads = cx_threads_for_elements((double)K * (double)NL);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t r = 0; r < K; ++r) {
         const int64_t c = r / khw, p = (r / g->kw) % g->kh, q = r % g->kw;
-        const int64_t row_offset = p * g->dilation_h - g->pad_h;
-        const int64_t col_offset = q * g->dilation_w - g->pad_w;
-        int64_t lo, hi;
-        cx_valid_range(col_offset, g->stride_w, g->w, w_out, &lo, &hi);
-        const int unit = g->stride_w == 1 && xs[3] == 1;
+        REAL *dst = col + r * NL;
         for (int64_t b = 0; b < nb; ++b) {
-            const REAL *plane = x + (b0 + b) * xs[0] + (c0 + c) * xs[1];
-            REAL *dst = col + r * NL + b * L;
-            for (int64_t i = 0; i < g->h_out; ++i, dst += w_out) {
-                const int64_t ih = i * g->stride_h + row_offset;
-                if (ih < 0 || ih >= g->h) {
+            const REAL *plane = xp + (b * cig + c) * Hp * Wp + p * g->dilation_h * Wp + q * g->dilation_w;
+            for (int64_t i = 0; i < h_out; ++i, dst += w_out) {
+                const REAL *src = plane + i * sh * Wp;
+                if (sw == 1)
                     for (int64_t j = 0; j < w_out; ++j)
-                        dst[j] = 0;
-                    continue;
-                }
-                const REAL *row = plane + ih * xs[2];
-                for (int64_t j = 0; j < lo; ++j)
-                    dst[j] = 0;
-                if (unit) {
-                    for (int64_t j = lo; j < hi; ++j)
-                        dst[j] = row[j + col_offset];
-                } else {
-                    for (int64_t j = lo; j < hi; ++j)
-                        dst[j] = row[(j * g->stride_w + col_offset) * xs[3]];
-                }
-                for (int64_t j = hi; j < w_out; ++j)
-                    dst[j] = 0;
+                        dst[j] = src[j];
+                else
+                    for (int64_t j = 0; j < w_out; ++j)
+                        dst[j] = src[j * sw];
             }
         }
     }
 }
 
-/* dx[b0+b][c0+c] += the patches of col (the adjoint of im2col); dx is
- * contiguous.  Each plane is summed by one thread in (p, q, i, j) order. */
-static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t b0, int64_t nb,
-                          int64_t c0, REAL *dx)
+/* The adjoint of pad_input + im2col: each (image, channel) plane of the
+ * chunk sums its patches from col in a padded scratch plane, in (p, q, i,
+ * j) order and by one thread, then its in-image part is written to dx
+ * (contiguous); positions no window reaches get 0. */
+static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t b0, int64_t nb, int64_t c0,
+                          int64_t Hp, int64_t Wp, REAL *dxp, REAL *dx)
 {
-    const int64_t cig = g->c_in / g->groups, h = g->h, w = g->w, w_out = g->w_out;
-    const int64_t L = g->h_out * w_out, NL = nb * L;
+    const int64_t cig = g->c_in / g->groups, h = g->h, w = g->w;
+    const int64_t h_out = g->h_out, w_out = g->w_out, L = h_out * w_out, NL = nb * L;
+    const int64_t sh = g->stride_h, sw = g->stride_w;
     const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * (double)NL);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t bc = 0; bc < nb * cig; ++bc) {
         const int64_t b = bc / cig, c = bc % cig;
-        REAL *plane = dx + ((b0 + b) * g->c_in + c0 + c) * h * w;
-        for (int64_t p = 0; p < g->kh; ++p) {
+        REAL *acc = dxp + bc * Hp * Wp;
+        memset(acc, 0, (size_t)(Hp * Wp) * sizeof(REAL));
+        for (int64_t p = 0; p < g->kh; ++p)
             for (int64_t q = 0; q < g->kw; ++q) {
                 const REAL *src = col + ((c * g->kh + p) * g->kw + q) * NL + b * L;
-                const int64_t row_offset = p * g->dilation_h - g->pad_h;
-                const int64_t col_offset = q * g->dilation_w - g->pad_w;
-                int64_t lo, hi;
-                cx_valid_range(col_offset, g->stride_w, w, w_out, &lo, &hi);
-                for (int64_t i = 0; i < g->h_out; ++i) {
-                    const int64_t ih = i * g->stride_h + row_offset;
-                    if (ih < 0 || ih >= h)
-                        continue;
-                    REAL *row = plane + ih * w;
-                    const REAL *s = src + i * w_out;
-                    for (int64_t j = lo; j < hi; ++j)
-                        row[j * g->stride_w + col_offset] += s[j];
+                REAL *tap = acc + p * g->dilation_h * Wp + q * g->dilation_w;
+                for (int64_t i = 0; i < h_out; ++i, src += w_out) {
+                    REAL *row = tap + i * sh * Wp;
+                    if (sw == 1)
+                        for (int64_t j = 0; j < w_out; ++j)
+                            row[j] += src[j];
+                    else
+                        for (int64_t j = 0; j < w_out; ++j)
+                            row[j * sw] += src[j];
                 }
             }
-        }
+        REAL *plane = dx + ((b0 + b) * g->c_in + c0 + c) * h * w;
+        for (int64_t i = 0; i < h; ++i)
+            for (int64_t j = 0; j < w; ++j) {
+                const int64_t r = i + g->pad_h, s = j + g->pad_w;
+                plane[i * w + j] = (r < Hp && s < Wp) ? acc[r * Wp + s] : 0;
+            }
     }
 }
 
@@ -149,6 +166,28 @@ static void CX_FN(add_bias)(int64_t n, int64_t c_out, int64_t L, const REAL *bia
         REAL *plane = y + bo * L;
         for (int64_t l = 0; l < L; ++l)
             plane[l] += value;
+    }
+}
+
+/* y[b0+b][o0+o] = tmp[o][b*L ..] + bias[o0+o]: a chunk's product rows
+ * (cog x nb*L) into the contiguous output, with the bias. */
+static void CX_FN(scatter_output)(const cx_conv2d_geometry *g, const REAL *tmp, int64_t nb, int64_t b0,
+                                  int64_t o0, const REAL *bias, REAL *y)
+{
+    const int64_t cog = g->c_out / g->groups, L = g->h_out * g->w_out, NL = nb * L;
+    const int threads = cx_threads_for_elements((double)cog * NL);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t ob = 0; ob < cog * nb; ++ob) {
+        const int64_t o = ob / nb, b = ob % nb;
+        const REAL *src = tmp + o * NL + b * L;
+        REAL *dst = y + ((b0 + b) * g->c_out + o0 + o) * L;
+        if (bias) {
+            const REAL value = bias[o0 + o];
+            for (int64_t l = 0; l < L; ++l)
+                dst[l] = src[l] + value;
+        } else {
+            memcpy(dst, src, (size_t)L * sizeof(REAL));
+        }
     }
 }
 
@@ -194,59 +233,69 @@ int CX_FN(cextend_conv2d_forward)(int64_t n, int64_t c_in, int64_t h, int64_t w,
     const int64_t cig = c_in / groups, cog = c_out / groups, K = cig * kh * kw;
     const int64_t *xs = x_strides;
 
-    if (cx_conv_pointwise(&g, xs)) {
+    /* Large pointwise planes are already the patch matrix; small ones are
+     * batched through it like any other kernel. */
+    if (cx_conv_pointwise(&g, xs) && (L >= POINTWISE_MIN_PLANE || n == 1)) {
         for (int64_t b = 0; b < n && !st; ++b)
             for (int64_t gi = 0; gi < groups && !st; ++gi)
                 st = CX_FN(cx_gemm)(cog, L, cig, weight + gi * cog * K, K, 1,
                                     cig ? x + b * xs[0] + gi * cig * xs[1] : x, cig ? xs[1] : 1, 1,
                                     NULL, y + (b * c_out + gi * cog) * L, L);
-    } else {
-        const int64_t per_image = CX_FN(mad)(K + cog, L, 0);
-        if (per_image < 0)
-            return cx_fail(CEXTEND_ERR_NOMEM, fn, "im2col scratch overflows");
-        const int64_t nb = cx_conv_chunk(n, per_image);
-        const int64_t col_size = K * nb * L, tmp_size = nb > 1 ? cog * nb * L : 0;
-        REAL *col = CX_FN(scratch)(fn, col_size + tmp_size, &st);
-        if (!col)
-            return st;
-        REAL *tmp = col + col_size;
-        for (int64_t b0 = 0; b0 < n && !st; b0 += nb) {
-            const int64_t cur = cx_conv_min(nb, n - b0), NL = cur * L;
-            for (int64_t gi = 0; gi < groups && !st; ++gi) {
-                const REAL *wg = weight + gi * cog * K;
-                CX_FN(im2col)(&g, x, xs, b0, cur, gi * cig, col);
-                if (cur == 1) {
-                    st = CX_FN(cx_gemm)(cog, L, K, wg, K, 1, col, L, 1, NULL, y + (b0 * c_out + gi * cog) * L, L);
-                    continue;
-                }
-                st = CX_FN(cx_gemm)(cog, NL, K, wg, K, 1, col, NL, 1, NULL, tmp, NL);
-                for (int64_t o = 0; o < cog && !st; ++o)
-                    for (int64_t b = 0; b < cur; ++b)
-                        memcpy(y + ((b0 + b) * c_out + gi * cog + o) * L, tmp + o * NL + b * L,
-                               (size_t)L * sizeof(REAL));
-            }
-        }
-        free(col);
+        if (!st && bias)
+            CX_FN(add_bias)(n, c_out, L, bias, y);
+        return st;
     }
-    if (!st && bias)
-        CX_FN(add_bias)(n, c_out, L, bias, y);
+    const int64_t Hp = cx_conv_reach(h_out, stride_h, kh, dilation_h);
+    const int64_t Wp = cx_conv_reach(w_out, stride_w, kw, dilation_w);
+    const int64_t per_image = CX_FN(mad)(K + cog, L, cig * Hp * Wp);
+    if (per_image < 0)
+        return cx_fail(CEXTEND_ERR_NOMEM, fn, "im2col scratch overflows");
+    const int64_t nb = cx_conv_chunk(n, per_image);
+    const int64_t col_size = K * nb * L, tmp_size = cog * nb * L, xp_size = nb * cig * Hp * Wp;
+    REAL *col = CX_FN(scratch)(fn, col_size + tmp_size + xp_size, &st);
+    if (!col)
+        return st;
+    REAL *tmp = col + col_size, *xp = tmp + tmp_size;
+    for (int64_t b0 = 0; b0 < n && !st; b0 += nb) {
+        const int64_t cur = cx_conv_min(nb, n - b0), NL = cur * L;
+        for (int64_t gi = 0; gi < groups && !st; ++gi) {
+            CX_FN(pad_input)(&g, x, xs, b0, cur, gi * cig, Hp, Wp, xp);
+            CX_FN(im2col)(&g, xp, cur, Hp, Wp, col);
+            st = CX_FN(cx_gemm)(cog, NL, K, weight + gi * cog * K, K, 1, col, NL, 1, NULL, tmp, NL);
+            if (!st)
+                CX_FN(scatter_output)(&g, tmp, cur, b0, gi * cog, bias, y);
+        }
+    }
+    free(col);
     return st;
 }
 
-/* dbias[o] = sum over b, i, j of dy, accumulated in double in index order. */
+/* dbias[o] = sum over b, i, j of dy, in double.  Eight partial sums, one
+ * per flat position modulo 8 within each plane, are combined in a fixed
+ * tree: the same order for every layout of dy, and vectorisable. */
 static void CX_FN(bias_grad)(const cx_conv2d_geometry *g, const REAL *dy, const int64_t *ds, REAL *dbias)
 {
-    const int threads = cx_threads_for_elements((double)g->n * g->c_out * g->h_out * g->w_out);
+    const int64_t w_out = g->w_out, L = g->h_out * w_out;
+    const int contiguous = cx_plane_contiguous(g->h_out, w_out, ds);
+    const int threads = cx_threads_for_elements((double)g->n * g->c_out * L);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t o = 0; o < g->c_out; ++o) {
-        double sum = 0;
-        for (int64_t b = 0; b < g->n; ++b)
-            for (int64_t i = 0; i < g->h_out; ++i) {
-                const REAL *row = dy + b * ds[0] + o * ds[1] + i * ds[2];
-                for (int64_t j = 0; j < g->w_out; ++j)
-                    sum += row[j * ds[3]];
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t b = 0; b < g->n; ++b) {
+            const REAL *plane = dy + b * ds[0] + o * ds[1];
+            if (contiguous) {
+                int64_t l = 0;
+                for (; l + 8 <= L; l += 8)
+                    for (int k = 0; k < 8; ++k)
+                        acc[k] += plane[l + k];
+                for (; l < L; ++l)
+                    acc[l & 7] += plane[l];
+            } else {
+                for (int64_t l = 0; l < L; ++l)
+                    acc[l & 7] += plane[(l / w_out) * ds[2] + (l % w_out) * ds[3]];
             }
-        dbias[o] = (REAL)sum;
+        }
+        dbias[o] = (REAL)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
     }
 }
 
@@ -255,19 +304,21 @@ static void CX_FN(gather_dy)(const cx_conv2d_geometry *g, const REAL *dy, const 
                              int64_t b0, int64_t nb, REAL *dyc)
 {
     const int64_t w_out = g->w_out, L = g->h_out * w_out, NL = nb * L;
+    const int contiguous = cx_plane_contiguous(g->h_out, w_out, ds);
     const int threads = cx_threads_for_elements((double)g->c_out * NL);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t o = 0; o < g->c_out; ++o)
-        for (int64_t b = 0; b < nb; ++b)
-            for (int64_t i = 0; i < g->h_out; ++i) {
-                const REAL *row = dy + (b0 + b) * ds[0] + o * ds[1] + i * ds[2];
-                REAL *dst = dyc + o * NL + b * L + i * w_out;
-                if (ds[3] == 1)
-                    memcpy(dst, row, (size_t)w_out * sizeof(REAL));
-                else
-                    for (int64_t j = 0; j < w_out; ++j)
-                        dst[j] = row[j * ds[3]];
+        for (int64_t b = 0; b < nb; ++b) {
+            const REAL *plane = dy + (b0 + b) * ds[0] + o * ds[1];
+            REAL *dst = dyc + o * NL + b * L;
+            if (contiguous) {
+                memcpy(dst, plane, (size_t)L * sizeof(REAL));
+                continue;
             }
+            for (int64_t i = 0; i < g->h_out; ++i)
+                for (int64_t j = 0; j < w_out; ++j)
+                    dst[i * w_out + j] = plane[i * ds[2] + j * ds[3]];
+        }
 }
 
 int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w,
@@ -287,7 +338,6 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
         return st;
     const int64_t L = h_out * w_out;
     const int64_t cig = c_in / groups, cog = c_out / groups, K = cig * kh * kw;
-    const int pointwise_dx = dx && cx_conv_pointwise(&g, (const int64_t[4]){0, 0, w, 1});
 
     if (dbias) {
         if (n == 0 || L == 0)
@@ -295,29 +345,30 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
         else
             CX_FN(bias_grad)(&g, dy, dy_strides, dbias);
     }
-    if (dx && !pointwise_dx)
-        memset(dx, 0, (size_t)(n * c_in * h * w) * sizeof(REAL));
-    if (dweight && (n == 0 || L == 0))
-        memset(dweight, 0, (size_t)(c_out * K) * sizeof(REAL));
-    if (n == 0 || L == 0 || (!dx && !dweight))
-        return CEXTEND_OK;
-    if (c_out == 0) {           /* no outputs: every gradient is an empty sum */
-        if (pointwise_dx)
+    if (n == 0 || L == 0 || c_out == 0) {       /* every gradient is an empty sum */
+        if (dx)
             memset(dx, 0, (size_t)(n * c_in * h * w) * sizeof(REAL));
+        if (dweight)
+            memset(dweight, 0, (size_t)(c_out * K) * sizeof(REAL));
         return CEXTEND_OK;
     }
+    if (!dx && !dweight)
+        return CEXTEND_OK;
 
-    const int64_t per_image = CX_FN(mad)(K + c_out, L, 0);
+    const int direct_dx = dx && cx_conv_pointwise(&g, (const int64_t[4]){0, 0, w, 1}) &&
+                          (L >= POINTWISE_MIN_PLANE || n == 1);
+    const int64_t Hp = cx_conv_reach(h_out, stride_h, kh, dilation_h);
+    const int64_t Wp = cx_conv_reach(w_out, stride_w, kw, dilation_w);
+    const int64_t per_image = CX_FN(mad)(K + c_out, L, cig * Hp * Wp);
     if (per_image < 0)
         return cx_fail(CEXTEND_ERR_NOMEM, fn, "im2col scratch overflows");
     const int64_t nb = cx_conv_chunk(n, per_image);
-    const int several = nb < n;
-    const int64_t col_size = K * nb * L, dyc_size = c_out * nb * L;
-    const int64_t wtmp_size = (dweight && several) ? cog * K : 0;
-    REAL *col = CX_FN(scratch)(fn, col_size + dyc_size + wtmp_size, &st);
+    const int64_t col_size = K * nb * L, dyc_size = c_out * nb * L, xp_size = nb * cig * Hp * Wp;
+    const int64_t wtmp_size = (dweight && nb < n) ? cog * K : 0;
+    REAL *col = CX_FN(scratch)(fn, col_size + dyc_size + xp_size + wtmp_size, &st);
     if (!col)
         return st;
-    REAL *dyc = col + col_size, *wtmp = dyc + dyc_size;
+    REAL *dyc = col + col_size, *xp = dyc + dyc_size, *wtmp = xp + xp_size;
 
     for (int64_t b0 = 0; b0 < n && !st; b0 += nb) {
         const int64_t cur = cx_conv_min(nb, n - b0), NL = cur * L;
@@ -326,8 +377,10 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
             const REAL *dyg = dyc + gi * cog * NL;
             const REAL *wg = weight ? weight + gi * cog * K : NULL;
             if (dweight && K > 0) {
+                /* Chunks are added in order into dweight: the first writes it. */
                 REAL *target = b0 == 0 ? dweight + gi * cog * K : wtmp;
-                CX_FN(im2col)(&g, x, x_strides, b0, cur, gi * cig, col);
+                CX_FN(pad_input)(&g, x, x_strides, b0, cur, gi * cig, Hp, Wp, xp);
+                CX_FN(im2col)(&g, xp, cur, Hp, Wp, col);
                 /* B = col^T: B[p][j] = col[j][p]. */
                 st = CX_FN(cx_gemm)(cog, K, NL, dyg, NL, 1, col, 1, NL, NULL, target, K);
                 if (!st && target == wtmp) {
@@ -338,14 +391,14 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
             }
             if (dx && !st && cig > 0) {
                 /* A = W_g^T: A[i][p] = wg[p*K + i]. */
-                if (pointwise_dx) {
+                if (direct_dx) {
                     for (int64_t b = 0; b < cur && !st; ++b)
                         st = CX_FN(cx_gemm)(cig, L, cog, wg, 1, K, dyg + b * L, NL, 1, NULL,
                                             dx + ((b0 + b) * c_in + gi * cig) * L, L);
                 } else {
                     st = CX_FN(cx_gemm)(K, NL, cog, wg, 1, K, dyg, NL, 1, NULL, col, NL);
                     if (!st)
-                        CX_FN(col2im)(&g, col, b0, cur, gi * cig, dx);
+                        CX_FN(col2im)(&g, col, b0, cur, gi * cig, Hp, Wp, xp, dx);
                 }
             }
         }
