@@ -33,7 +33,7 @@ def build_options():
     ISA-specific code is selected at run time, not at build time.
     """
     compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden", "-fopenmp"]
-    link_args = ["-fopenmp"]
+    link_args = ["-fopenmp", "-lm"]
     if _flag("CEXTEND_DEBUG"):
         compile_args += ["-O0", "-g"]
     else:

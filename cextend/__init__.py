@@ -6,11 +6,12 @@ C kernels (src/) -> one cffi door (cextend._backend) -> numpy-level ops
 
     import cextend as torch        # the seed note's listings run unchanged
 """
+from cextend import _dtype  # noqa: E402
 from cextend._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int32,
                             int64, long, uint8)
-from cextend._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full,
+from cextend._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                                 full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
-                                randn_like, range, stack, tensor, zeros, zeros_like)
+                                randn_like, range, tensor, zeros, zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -27,16 +28,24 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-def _method(name):
-    def call(input, *args, **kwargs):
-        return getattr(input, name)(*args, **kwargs)
-    call.__name__ = name
-    call.__doc__ = "cextend.%s(input, ...) is input.%s(...)." % (name, name)
-    return call
+from cextend import _ops  # noqa: E402
+
+_ops.install(globals())
+from cextend._ops.reduction import return_types  # noqa: E402,F401
+from cextend import _promotion  # noqa: E402
 
 
-for _name in ("exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "clamp", "sum", "mean", "max",
-              "argmax", "mm", "matmul", "t", "transpose", "reshape", "flatten", "squeeze", "unsqueeze",
-              "permute", "clone", "detach", "numel"):
-    globals()[_name] = _method(_name)
-del _name
+def result_type(tensor1, tensor2):
+    """torch.result_type: the dtype an elementwise op on these operands produces."""
+    return _dtype.from_numpy(_promotion.result_type(tensor1, tensor2))
+
+
+def promote_types(type1, type2):
+    """torch.promote_types: the smallest dtype both promote to."""
+    return _dtype.from_numpy(_promotion.promote_types(_dtype.as_dtype(type1).numpy,
+                                                      _dtype.as_dtype(type2).numpy))
+
+
+def can_cast(from_, to):
+    """torch.can_cast: whether an in-place op may store from_ results in a `to` tensor."""
+    return _promotion.can_cast(_dtype.as_dtype(from_).numpy, _dtype.as_dtype(to).numpy)

@@ -244,6 +244,35 @@ def global_max_pool_backward(grad_values, indices, planes, plane_size, grad_x):
 
 # -- instruction sets and threads ---------------------------------------------
 
+_SPECIAL_OPS = {"erf": lib.CEXTEND_SPECIAL_ERF, "erfc": lib.CEXTEND_SPECIAL_ERFC,
+                "erfinv": lib.CEXTEND_SPECIAL_ERFINV, "lgamma": lib.CEXTEND_SPECIAL_LGAMMA,
+                "digamma": lib.CEXTEND_SPECIAL_DIGAMMA}
+_SPECIAL = {_F32: lib.cextend_special_f32, _F64: lib.cextend_special_f64}
+
+
+def special(name, x):
+    """erf, erfc, erfinv, lgamma or digamma of a float32/float64 array (a new array)."""
+    if x.dtype not in _SPECIAL:
+        raise TypeError("%s: expected float32 or float64, got %s" % (name, x.dtype))
+    source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
+    out = np.empty(source.shape, source.dtype)
+    check(_SPECIAL[x.dtype](_SPECIAL_OPS[name], source.size, pointer(source), pointer(out)))
+    return out
+
+
+_POLYGAMMA = {_F32: lib.cextend_polygamma_f32, _F64: lib.cextend_polygamma_f64}
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma of a float32/float64 array (a new array)."""
+    if x.dtype not in _POLYGAMMA:
+        raise TypeError("polygamma: expected float32 or float64, got %s" % x.dtype)
+    source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
+    out = np.empty(source.shape, source.dtype)
+    check(_POLYGAMMA[x.dtype](n, source.size, pointer(source), pointer(out)))
+    return out
+
+
 ISAS = {
     "reference": lib.CEXTEND_ISA_REFERENCE,
     "generic": lib.CEXTEND_ISA_GENERIC,

@@ -1,4 +1,4 @@
-"""Tensor factories: tensor, randn, zeros, ..., from_numpy, cat, stack.
+"""Tensor factories: tensor, randn, zeros, ..., from_numpy.
 
 Floats default to float32 (as in torch); tensor(ndarray) and from_numpy
 keep the array's dtype.
@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from cextend import _dtype, _random
-from cextend.tensor import Tensor, _dim, _sizes, _wrap
+from cextend.tensor import Tensor, _sizes, _wrap
 
 
 def _numpy_dtype(dtype, default=_dtype.DEFAULT_FLOAT):
@@ -190,37 +190,3 @@ def randn_like(t, dtype=None, requires_grad=False):
 
 def rand_like(t, dtype=None, requires_grad=False):
     return rand(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
-
-
-def _tensor_list(tensors, op):
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("%s(): expected a non-empty list of Tensors" % op)
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError("%s(): expected a list of Tensors, but element %d is a %s"
-                            % (op, i, type(t).__name__))
-    return tensors
-
-
-def cat(tensors, dim=0):
-    """Concatenate along an existing dimension (differentiable)."""
-    from cextend.autograd._functions import Cat
-    tensors = _tensor_list(tensors, "cat")
-    d = _dim(dim, tensors[0].dim())
-    for i, t in enumerate(tensors):
-        if t.dim() != tensors[0].dim() or t.shape[:d] + t.shape[d + 1:] != tensors[0].shape[:d] + tensors[0].shape[d + 1:]:
-            raise RuntimeError("cat(): sizes of tensors must match except in dimension %d; tensor %d "
-                               "has shape %s, tensor 0 has %s" % (d, i, list(t.shape), list(tensors[0].shape)))
-    return Cat.apply(d, *tensors)
-
-
-def stack(tensors, dim=0):
-    """Stack along a new dimension (differentiable)."""
-    from cextend.autograd._functions import Stack
-    tensors = _tensor_list(tensors, "stack")
-    for i, t in enumerate(tensors):
-        if t.shape != tensors[0].shape:
-            raise RuntimeError("stack(): all tensors must have one shape; tensor %d has %s, tensor 0 has %s"
-                               % (i, list(t.shape), list(tensors[0].shape)))
-    return Stack.apply(_dim(dim, tensors[0].dim() + 1), *tensors)

@@ -1,10 +1,18 @@
 """Tensor: a numpy array that records the operations applied to it.
 
-A Tensor owns (or views) a numpy array, `_data`.  Differentiable methods
-are Functions (cextend.autograd._functions), so results carry a grad_fn
-and `backward()` runs the engine.  Views share their base's storage and
-version counter; in-place changes bump the counter, so a backward that
-needs a modified tensor raises instead of using stale values.
+This module is the data structure: storage (`_data`, a numpy array or a
+DeviceArray), autograd metadata, views, conversions and printing.  The
+ops themselves are declared once in the op table (cextend._ops) and
+attached to Tensor as methods when cextend is imported.
+
+Autograd metadata, as in torch:
+- `_grad_fn`/`_output_nr`: the node (and which of its outputs) made this.
+- `_version_counter`: shared by a tensor and every view of its storage;
+  in-place changes bump it, and saved tensors are checked against it.
+- Views (differentiable): `_base` is the root tensor whose storage they
+  share and `_view_fn` replays the view ops from it; a view's grad_fn is
+  rebuilt from the base's history after an in-place change elsewhere
+  (see autograd.views).
 """
 import math
 import numbers
@@ -45,64 +53,25 @@ def _sizes(args, what="size"):
     """Sizes given as ints, or as one tuple/list/Size."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    sizes = []
     for s in args:
+        if isinstance(s, Tensor) and s._data.ndim == 0 and s._data.dtype.kind in "iu":
+            s = int(s._data)
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError("%s must be integers, got %r" % (what, args))
-    return tuple(int(s) for s in args)
+            raise TypeError("%s must be a tuple of ints, but got %s" % (what, type(s).__name__))
+        sizes.append(int(s))
+    return tuple(sizes)
 
 
 def _dim(dim, ndim):
     """A dimension index in [0, ndim), from a possibly negative one."""
-    if not isinstance(dim, numbers.Integral):
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
         raise TypeError("dim must be an int, got %s" % type(dim).__name__)
     size = max(ndim, 1)
     if not -size <= dim < size:
         raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
                          % (-size, size - 1, dim))
     return int(dim) % size
-
-
-def _operand(value):
-    """A Tensor, a Python scalar, or NotImplemented for other types.
-
-    numpy scalars become Python scalars (weak in type promotion, as in
-    torch); numpy arrays become constant Tensors.
-    """
-    if isinstance(value, Tensor):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return _wrap(value)
-    return NotImplemented
-
-
-def _index_key(key):
-    """Tensors inside an index become numpy arrays."""
-    if isinstance(key, tuple):
-        return tuple(_index_key(k) for k in key)
-    if isinstance(key, Tensor):
-        return key._data
-    if isinstance(key, list):
-        return np.asarray(key)
-    return key
-
-
-def _arithmetic(function_name, reflected=False):
-    """A binary operator method: self op other (or other op self), as the
-    named Function; NotImplemented for operands Tensor does not take."""
-    def method(self, other):
-        other = _operand(other)
-        if other is NotImplemented:
-            return NotImplemented
-        function = getattr(_F, function_name)
-        return function.apply(other, self) if reflected else function.apply(self, other)
-    method.__name__ = "__%s%s__" % ("r" if reflected else "", function_name.lower())
-    return method
 
 
 class Tensor:
@@ -112,18 +81,20 @@ class Tensor:
     float32 (as torch.Tensor does).  Use cextend.tensor() to keep a dtype.
     """
 
-    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_version_counter", "_base", "_accumulator", "__weakref__")
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
+                 "_base", "_view_fn", "_creation_meta", "_creation_meta_op", "_grad_fn_version",
+                 "_accumulator", "_hooks", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = None      # numpy defers to Tensor's reflected operators
     __hash__ = object.__hash__
+    _default_dtype = np.dtype(np.float32)
 
-    def __init__(self, *args):
-        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+    def __init__(self, *args, device=None):
+        if len(args) == 1 and not isinstance(args[0], numbers.Integral) and not isinstance(args[0], Size):
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
-            data = np.array(source, dtype=np.float32)
+            data = np.array(source, dtype=self._default_dtype)
         else:
-            data = np.empty(_sizes(args), np.float32)
+            data = np.empty(_sizes(args), self._default_dtype)
         self._init(data, False)
 
     def _init(self, data, requires_grad):
@@ -134,7 +105,9 @@ class Tensor:
         self._output_nr = 0
         self._version_counter = _Version()
         self._base = None
+        self._view_fn = None
         self._accumulator = None
+        self._hooks = None
 
     # -- autograd attributes ---------------------------------------------
     @property
@@ -148,20 +121,30 @@ class Tensor:
             raise TypeError("data must be a Tensor, got %s" % type(value).__name__)
         self._data = value._data
 
+    def _current_grad_fn(self):
+        """grad_fn, rebuilt first if this view's base changed in place."""
+        if self._view_fn is not None and self._grad_fn_version != self._version_counter.value:
+            from cextend.autograd.views import regenerate
+            regenerate(self)
+        return self._grad_fn
+
     @property
     def requires_grad(self):
-        return self._requires_grad
+        if self._base is None:
+            return self._requires_grad
+        return self._current_grad_fn() is not None or self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, flag):
         flag = bool(flag)
-        if self._grad_fn is not None and not flag:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
-                               "to use a computed variable in a subgraph that doesn't require "
-                               "differentiation use var_no_grad = var.detach().")
-        if flag and not self.dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point dtype can require gradients, got %s"
-                               % self.dtype.name)
+        if self._current_grad_fn() is not None:
+            if not flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                                   "want to use a computed variable in a subgraph that doesn't require "
+                                   "differentiation use var_no_grad = var.detach().")
+            return
+        if flag and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad=True):
@@ -176,19 +159,25 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError("assigned grad must be a Tensor or None, got %s" % type(value).__name__)
-            if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size: %s vs the tensor's %s"
-                                   % (list(value.shape), list(self.shape)))
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of type %s"
+                                % type(value).__name__)
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
 
     @property
     def grad_fn(self):
-        return self._grad_fn
+        return self._current_grad_fn() if self._view_fn is not None else self._grad_fn
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def _version(self):
@@ -197,13 +186,38 @@ class Tensor:
     def _bump_version(self):
         self._version_counter.value += 1
 
+    def _is_view(self):
+        return self._base is not None
+
     def retain_grad(self):
         """Keep .grad for this non-leaf tensor after backward."""
-        if self._grad_fn is None:
+        grad_fn = self.grad_fn
+        if grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
-        self._grad_fn._retain(self._output_nr, self)
+        grad_fn._retain(self._output_nr, self)
+
+    @property
+    def retains_grad(self):
+        grad_fn = self.grad_fn
+        if grad_fn is None or grad_fn._retained is None:
+            return False
+        return any(ref() is self for ref in grad_fn._retained.get(self._output_nr, ()))
+
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient is computed; it may
+        return a replacement.  Returns a handle with .remove()."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        grad_fn = self.grad_fn
+        if grad_fn is not None:
+            return grad_fn._add_tensor_hook(self._output_nr, hook)
+        from cextend.autograd.graph import RemovableHandle
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' .grad."""
@@ -211,24 +225,12 @@ class Tensor:
         engine.backward((self,), None if gradient is None else (gradient,),
                         retain_graph, create_graph, inputs)
 
-    def detach(self):
-        """The same storage and version counter, outside the graph."""
-        out = _wrap(self._data)
-        out._version_counter = self._version_counter
-        out._base = self._base
-        return out
-
     def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
         self._requires_grad = False
         return self
-
-    def _alias(self):
-        """A new Tensor over the same storage (what returning an input means)."""
-        out = _wrap(self._data)
-        out._version_counter = self._version_counter
-        out._base = self._base if self._base is not None else self
-        return out
 
     # -- metadata ---------------------------------------------------------
     @property
@@ -261,6 +263,9 @@ class Tensor:
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
 
+    def is_complex(self):
+        return False
+
     def element_size(self):
         return self._data.itemsize
 
@@ -268,8 +273,11 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self):
+    def is_contiguous(self, memory_format=None):
         return self._data.flags.c_contiguous
+
+    def data_ptr(self):
+        return self._data.ctypes.data if type(self._data) is np.ndarray else id(self._data.buffer)
 
     @property
     def device(self):
@@ -280,17 +288,24 @@ class Tensor:
     def is_cuda(self):
         return type(self._data) is DeviceArray
 
-    def cuda(self, device=None):
+    def get_device(self):
+        return 0 if type(self._data) is DeviceArray else -1
+
+    def cuda(self, device=None, non_blocking=False):
         """A copy on the GPU (self if already there); differentiable."""
         return self.to("cuda" if device is None else device)
 
+    def cpu(self):
+        """A copy in host memory (self if already there); differentiable."""
+        return self.to("cpu")
+
     # -- conversion -------------------------------------------------------
-    def numpy(self):
+    def numpy(self, force=False):
         """The numpy array behind this tensor (shared memory)."""
         if type(self._data) is DeviceArray:
             raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
                             "the tensor to host memory first.")
-        if self._requires_grad:
+        if not force and grad_mode.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
@@ -316,7 +331,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self):
-        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -324,6 +339,14 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __format__(self, format_spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def __len__(self):
         if self._data.ndim == 0:
@@ -333,68 +356,60 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        return iter(self.unbind(0))
+
+    def __contains__(self, element):
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((self == element).any().item())
+        raise RuntimeError("Tensor.__contains__ only supports Tensor or scalar, but you passed in a %s."
+                           % type(element).__name__)
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                               "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        import copy
+        new = type(self).__new__(type(self))
+        new._init(self._data.copy(), self._requires_grad)
+        memo[id(self)] = new
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        return new
 
     def to(self, *args, **kwargs):
         """to(dtype), to(device), to(other_tensor): a converted tensor (self if nothing changes)."""
         target = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
         copy = kwargs.pop("copy", False)
         if kwargs:
             raise TypeError("to() got unexpected keyword(s) %s" % ", ".join(sorted(kwargs)))
         for arg in args:
             if isinstance(arg, Tensor):
                 target = arg.dtype
+                device = arg.device
             elif isinstance(arg, str) or type(arg).__name__ == "device":
                 device = arg
+            elif isinstance(arg, bool):
+                continue
             else:
                 target = arg
+        from cextend._ops.conversion import to_device, to_dtype
         moved = self
         if device is not None:
             from cextend.device import as_device
             device = as_device(device)
             if device.type != self.device.type:
                 device.require_available("to")
-                moved = _F.ToDevice.apply(self, device.type)
+                moved = to_device(self, device.type)
         if target is None:
             return moved.clone() if copy and moved is self else moved
-        self = moved
-        numpy_dtype = _dtype.as_dtype(target).numpy
-        if numpy_dtype == self._data.dtype and not copy:
-            return self
-        return _F.ToCopy.apply(self, numpy_dtype)
-
-    def float(self):
-        return self.to(_dtype.float32)
-
-    def double(self):
-        return self.to(_dtype.float64)
-
-    def half(self):
-        return self.to(_dtype.float16)
-
-    def long(self):
-        return self.to(_dtype.int64)
-
-    def int(self):
-        return self.to(_dtype.int32)
-
-    def bool(self):
-        return self.to(_dtype.bool)
-
-    def type_as(self, other):
-        return self.to(other.dtype)
-
-    def cpu(self):
-        """A copy in host memory (self if already there); differentiable."""
-        return self.to("cpu")
-
-    def clone(self):
-        return _F.Clone.apply(self)
-
-    def contiguous(self):
-        return self if self._data.flags.c_contiguous else _F.Clone.apply(self)
+        return to_dtype(moved, _dtype.as_dtype(target).numpy, copy=copy and moved is self)
 
     def new(self, *args):
         """Legacy spelling: x.new() is an empty tensor of x's dtype, x.new(2, 3)
@@ -406,26 +421,35 @@ class Tensor:
             return _wrap(np.array(source, dtype=self._data.dtype))
         return _wrap(np.empty(_sizes(args), self._data.dtype))
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False):
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new(np.zeros, size, dtype, requires_grad)
 
-    def new_ones(self, *size, dtype=None, requires_grad=False):
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new(np.ones, size, dtype, requires_grad)
 
-    def new_empty(self, *size, dtype=None, requires_grad=False):
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new(np.empty, size, dtype, requires_grad)
 
-    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         return _wrap(np.full(_sizes((size,)), fill_value, numpy_dtype)).requires_grad_(requires_grad)
 
-    def new_tensor(self, data, dtype=None, requires_grad=False):
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from cextend._factories import tensor
         return tensor(data, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
 
     def _new(self, make, size, dtype, requires_grad):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         return _wrap(make(_sizes(size), numpy_dtype)).requires_grad_(requires_grad)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        """Fill with samples from U(a, b) from the global generator (see manual_seed)."""
+        rng = generator or _random.generator()
+        return self.copy_(_wrap(rng.uniform(a, b, self._data.shape).astype(self._data.dtype)))
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        rng = generator or _random.generator()
+        return self.copy_(_wrap(rng.normal(mean, std, self._data.shape).astype(self._data.dtype)))
 
     # -- printing ---------------------------------------------------------
     def __repr__(self):
@@ -446,328 +470,19 @@ class Tensor:
             extras.append("device='cuda:0'")
         if self.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool):
             extras.append("dtype=%r" % self.dtype)
-        if self._grad_fn is not None:
-            extras.append("grad_fn=%r" % self._grad_fn)
+        grad_fn = self.grad_fn
+        if grad_fn is not None:
+            extras.append("grad_fn=%r" % grad_fn)
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return "tensor(%s%s)" % (body, "".join(", " + e for e in extras))
 
     __str__ = __repr__
 
-    # -- arithmetic ---------------------------------------------------------
-    __add__ = _arithmetic("Add")
-    __radd__ = _arithmetic("Add", reflected=True)
-    __sub__ = _arithmetic("Sub")
-    __rsub__ = _arithmetic("Sub", reflected=True)
-    __mul__ = _arithmetic("Mul")
-    __rmul__ = _arithmetic("Mul", reflected=True)
-    __truediv__ = _arithmetic("Div")
-    __rtruediv__ = _arithmetic("Div", reflected=True)
-    __pow__ = _arithmetic("Pow")
-    __rpow__ = _arithmetic("Pow", reflected=True)
-
-    def __neg__(self):
-        return _F.Neg.apply(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return self.abs()
-
-    def __matmul__(self, other):
-        return self.matmul(other)
-
-    def __rmatmul__(self, other):
-        other = _operand(other)
-        return NotImplemented if not isinstance(other, Tensor) else other.matmul(self)
-
-    add = __add__
-    sub = __sub__
-    mul = __mul__
-    div = __truediv__
-    pow = __pow__
-    neg = __neg__
-
-    def _compare(self, other, ufunc):
-        other = _operand(other)
-        if other is NotImplemented:
-            return NotImplemented
-        return _wrap(ufunc(self._data, other._data if isinstance(other, Tensor) else other))
-
-    def __lt__(self, other):
-        return self._compare(other, np.less)
-
-    def __le__(self, other):
-        return self._compare(other, np.less_equal)
-
-    def __gt__(self, other):
-        return self._compare(other, np.greater)
-
-    def __ge__(self, other):
-        return self._compare(other, np.greater_equal)
-
-    def __eq__(self, other):
-        return self._compare(other, np.equal)
-
-    def __ne__(self, other):
-        return self._compare(other, np.not_equal)
-
-    def mm(self, other):
-        return _F.Mm.apply(self, other)
-
-    def matmul(self, other):
-        """numpy/torch matmul semantics: 1-D operands are promoted and the
-        added dimension removed; batch dimensions broadcast."""
-        if not isinstance(other, Tensor):
-            raise TypeError("matmul: other must be a Tensor, got %s" % type(other).__name__)
-        if self.dim() == 0 or other.dim() == 0:
-            raise RuntimeError("matmul: both arguments need at least 1 dimension")
-        a = self.unsqueeze(0) if self.dim() == 1 else self
-        b = other.unsqueeze(-1) if other.dim() == 1 else other
-        out = _F.Mm.apply(a, b) if a.dim() == 2 and b.dim() == 2 else _F.MatMul.apply(a, b)
-        if other.dim() == 1:
-            out = out.squeeze(-1)
-        if self.dim() == 1:
-            out = out.squeeze(-2 if other.dim() > 1 else -1)
-        return out
-
-    # -- in-place -----------------------------------------------------------
-    def _check_writable(self):
-        if not self._data.flags.writeable:
-            raise RuntimeError("unsupported operation: this tensor is an expanded (broadcast) view or "
-                               "read-only memory, where several elements may share one location; "
-                               "clone() it before writing in place")
-
-    def _records_history(self, other=None):
-        return grad_mode.is_grad_enabled() and (
-            self._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
-
-    def _inplace(self, function, ufunc, other):
-        other = _operand(other)
-        if other is NotImplemented:
-            raise TypeError("unsupported operand for an in-place op: %s" % type(other).__name__)
-        self._check_writable()
-        if self._records_history(other):
-            from cextend.autograd.function import _check_inplace
-            _check_inplace(self, True)
-            if getattr(function, "needs_original", False) and isinstance(other, Tensor) \
-                    and other._requires_grad:
-                return function.apply(self, other, self.clone())
-            return function.apply(self, other)
-        ufunc(self._data, other._data if isinstance(other, Tensor) else other,
-              out=self._data, casting="same_kind")
-        self._bump_version()
-        return self
-
-    def add_(self, other, alpha=1):
-        return self._inplace(_F.AddInplace, np.add, other if alpha == 1 else other * alpha)
-
-    def sub_(self, other, alpha=1):
-        return self._inplace(_F.SubInplace, np.subtract, other if alpha == 1 else other * alpha)
-
-    def mul_(self, other):
-        return self._inplace(_F.MulInplace, np.multiply, other)
-
-    def div_(self, other):
-        return self._inplace(_F.DivInplace, np.true_divide, other)
-
-    __iadd__ = add_
-    __isub__ = sub_
-    __imul__ = mul_
-    __itruediv__ = div_
-
-    def _overwrite(self, values):
-        """Set every element to `values` (an array, scalar or Tensor), in place."""
-        self._check_writable()
-        if self._records_history(values):
-            from cextend.autograd.function import _check_inplace
-            _check_inplace(self, True)
-            return _F.Overwrite.apply(self, values)
-        self._data[...] = values._data if isinstance(values, Tensor) else values
-        self._bump_version()
-        return self
-
-    def zero_(self):
-        return self._overwrite(0)
-
-    def fill_(self, value):
-        return self._overwrite(value)
-
-    def copy_(self, src):
-        if not isinstance(src, Tensor):
-            raise TypeError("copy_: src must be a Tensor, got %s" % type(src).__name__)
-        try:
-            np.broadcast_shapes(src.shape, self.shape)
-        except ValueError:
-            raise RuntimeError("copy_: src of shape %s cannot be broadcast to %s"
-                               % (list(src.shape), list(self.shape))) from None
-        return self._overwrite(src)
-
-    def uniform_(self, a=0.0, b=1.0):
-        """Fill with samples from U(a, b) from the global generator (see manual_seed)."""
-        draw = _random.generator().uniform(a, b, self._data.shape)
-        return self._overwrite(draw.astype(self._data.dtype))
-
-    def normal_(self, mean=0.0, std=1.0):
-        draw = _random.generator().normal(mean, std, self._data.shape)
-        return self._overwrite(draw.astype(self._data.dtype))
-
-    def __setitem__(self, key, value):
-        key = _index_key(key)
-        value = _operand(value)
-        if value is NotImplemented:
-            raise TypeError("cannot assign a %s to a Tensor slice" % type(value).__name__)
-        self._check_writable()
-        if self._records_history(value):
-            from cextend.autograd.function import _check_inplace
-            _check_inplace(self, True)
-            _F.IndexPut.apply(self, key, value)
-            return
-        self._data[key] = value._data if isinstance(value, Tensor) else value
-        self._bump_version()
-
-    # -- shape --------------------------------------------------------------
-    def view(self, *shape):
-        return _F.View.apply(self, _shape_arg(shape))
-
-    def view_as(self, other):
-        return self.view(other.shape)
-
-    def reshape(self, *shape):
-        return _F.Reshape.apply(self, _shape_arg(shape))
-
-    def reshape_as(self, other):
-        return self.reshape(other.shape)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        if self.dim() == 0:
-            return self.reshape(1)
-        start, end = _dim(start_dim, self.dim()), _dim(end_dim, self.dim())
-        shape = self.shape
-        return self.reshape(shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
-
-    def t(self):
-        if self.dim() > 2:
-            raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD" % self.dim())
-        return self.transpose(0, 1) if self.dim() == 2 else self._view_alias()
-
     @property
     def T(self):
-        return self.permute(*reversed(range(self.dim())))
+        return self.permute(*reversed(range(self._data.ndim)))
 
-    def transpose(self, dim0, dim1):
-        n = self.dim()
-        return _F.Transpose.apply(self, _dim(dim0, n), _dim(dim1, n))
-
-    def permute(self, *dims):
-        dims = _shape_arg(dims)
-        n = self.dim()
-        normalized = tuple(_dim(d, n) for d in dims)
-        if sorted(normalized) != list(range(n)):
-            raise RuntimeError("permute: dims %s are not a permutation of %d dimensions" % (list(dims), n))
-        return _F.Permute.apply(self, normalized)
-
-    def unsqueeze(self, dim):
-        return _F.Unsqueeze.apply(self, _dim(dim, self.dim() + 1))
-
-    def squeeze(self, dim=None):
-        if dim is None:
-            dims = tuple(i for i, s in enumerate(self.shape) if s == 1)
-        else:
-            d = _dim(dim, self.dim())
-            dims = (d,) if self.dim() and self.shape[d] == 1 else ()
-        return _F.Squeeze.apply(self, dims) if dims else self._view_alias()
-
-    def _view_alias(self):
-        """A view of all of self (what a no-op view op returns)."""
-        return _F.Reshape.apply(self, self.shape)
-
-    def expand(self, *sizes):
-        sizes = _shape_arg(sizes)
-        lead = len(sizes) - self.dim()
-        if lead < 0:
-            raise RuntimeError("expand: the number of sizes provided (%d) must be greater or equal to "
-                               "the number of dimensions in the tensor (%d)" % (len(sizes), self.dim()))
-        shape = tuple(self.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
-        return _F.Expand.apply(self, shape)
-
-    def expand_as(self, other):
-        return self.expand(other.shape)
-
-    def __getitem__(self, key):
-        return _F.Index.apply(self, _index_key(key))
-
-    def _sum_to(self, shape):
-        """Sum broadcast dimensions away so the result has `shape` (differentiable)."""
-        shape = tuple(shape)
-        lead = self.dim() - len(shape)
-        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                          if s == 1 and self.shape[lead + i] != 1)
-        out = self.sum(dims, keepdim=True) if dims else self
-        return out.reshape(shape) if out.shape != shape else out
-
-    # -- reductions ---------------------------------------------------------
-    def _reduce_dims(self, dim):
-        if dim is None:
-            return None
-        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        return tuple(sorted({_dim(d, self.dim()) for d in dims}))
-
-    def sum(self, dim=None, keepdim=False, dtype=None):
-        source = self if dtype is None else self.to(dtype)
-        return _F.Sum.apply(source, source._reduce_dims(dim), keepdim)
-
-    def mean(self, dim=None, keepdim=False):
-        if not self.is_floating_point():
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be floating "
-                               "point, got %s" % self.dtype.name)
-        return _F.Mean.apply(self, self._reduce_dims(dim), keepdim)
-
-    def max(self, dim=None, keepdim=False):
-        if dim is None:
-            return _F.Max.apply(self)
-        return _F.MaxDim.apply(self, _dim(dim, self.dim()), keepdim)
-
-    def argmax(self, dim=None, keepdim=False):
-        if dim is None:
-            return _wrap(np.asarray(np.argmax(self._data), np.int64))
-        d = _dim(dim, self.dim())
-        return _wrap(np.argmax(self._data, axis=d, keepdims=keepdim).astype(np.int64))
-
-    # -- pointwise ----------------------------------------------------------
-    def exp(self):
-        return _F.Exp.apply(self)
-
-    def log(self):
-        return _F.Log.apply(self)
-
-    def sqrt(self):
-        return _F.Sqrt.apply(self)
-
-    def tanh(self):
-        return _F.Tanh.apply(self)
-
-    def sigmoid(self):
-        return _F.Sigmoid.apply(self)
-
-    def relu(self):
-        return _F.Relu.apply(self)
-
-    def abs(self):
-        return _F.Abs.apply(self)
-
-    def clamp(self, min=None, max=None):
-        if min is None and max is None:
-            raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-        return _F.Clamp.apply(self, min, max)
-
-    clip = clamp
-
-
-def _shape_arg(shape):
-    """A shape from view(2, 3), view((2, 3)) or view(Size)."""
-    return _sizes(shape, "shape")
-
-
-from cextend.autograd import _functions as _F  # noqa: E402  (Functions need Tensor defined)
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)

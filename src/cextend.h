@@ -151,6 +151,25 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
                                          const double *grad_values, const int64_t *indices,
                                          double *grad_x);
 
+/* ---- special functions numpy lacks, elementwise on contiguous buffers ----
+ * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,
+ * 3 x, 4 out.  NaN propagates; outside the domain (erfinv beyond [-1, 1],
+ * digamma at non-positive integers) the result is NaN or +-inf, as torch's.
+ */
+enum {
+    CEXTEND_SPECIAL_ERF = 0,
+    CEXTEND_SPECIAL_ERFC = 1,
+    CEXTEND_SPECIAL_ERFINV = 2,
+    CEXTEND_SPECIAL_LGAMMA = 3,
+    CEXTEND_SPECIAL_DIGAMMA = 4
+};
+int cextend_special_f32(int op, int64_t count, const float *x, float *out);
+int cextend_special_f64(int op, int64_t count, const double *x, double *out);
+/* polygamma(n, x), the n-th derivative of digamma (n >= 0).  Args: 1 n,
+ * 2 count, 3 x, 4 out; poles (x a non-positive integer) give +-inf. */
+int cextend_polygamma_f32(int64_t n, int64_t count, const float *x, float *out);
+int cextend_polygamma_f64(int64_t n, int64_t count, const double *x, double *out);
+
 /* ---- 2-D convolution, pooling and batch norm (CNN layers) ----------------
  * Shared conventions of this section:
  * - Images are (n, c, h, w).  An input image tensor is read through four

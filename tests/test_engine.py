@@ -172,11 +172,15 @@ def test_in_place_on_a_leaf_requiring_grad_raises_outside_no_grad():
     assert x.is_leaf
 
 
-def test_in_place_on_a_view_with_history_raises_clearly():
+def test_in_place_on_a_view_with_history_rewrites_the_base():
+    # As torch: the base's grad_fn becomes CopySlices, the view's is rebuilt.
     x = leaf(3, 2)
-    v = (x * 1)[0]
-    with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
-        v.mul_(2)
+    y = x * 1
+    v = y[0]
+    v.mul_(2)
+    assert y.grad_fn.name() == "CopySlices"
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[2, 2], [1, 1], [1, 1]])
 
 
 def test_in_place_on_non_leaf_records_history():
@@ -185,12 +189,12 @@ def test_in_place_on_non_leaf_records_history():
     y += x                          # y = 3x
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])
-    assert "AddInplaceBackward" in repr(y.grad_fn)
+    assert repr(y.grad_fn) == "<AddBackward>"
 
 
 def test_expanded_tensor_cannot_be_written_in_place():
     e = cx.zeros(1).expand(3)
-    with pytest.raises(RuntimeError, match="expanded"):
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         e.add_(1)
 
 
@@ -430,9 +434,11 @@ def test_once_differentiable_blocks_double_backward_only():
         g.sum().backward()
 
 
-def test_apply_rejects_keyword_arguments():
-    with pytest.raises(TypeError, match="positional arguments only"):
-        Scale.apply(leaf(2), factor=2.0, flag=None)
+def test_apply_passes_keyword_arguments_to_forward():
+    # torch >= 2.0 accepts keyword arguments (they receive no gradient).
+    x = leaf(2)
+    Scale.apply(x, factor=2.0, flag=None).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2])
 
 
 def test_grad_fn_repr_and_tensor_repr():

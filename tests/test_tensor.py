@@ -174,9 +174,9 @@ def test_uniform_bounds_and_factories():
 
 
 def test_cat_stack_errors():
-    with pytest.raises(RuntimeError, match="sizes of tensors must match"):
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 1"):
         cx.cat([cx.zeros(2, 3), cx.zeros(3, 2)], 1)
-    with pytest.raises(RuntimeError, match="one shape"):
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         cx.stack([cx.zeros(2), cx.zeros(3)])
     assert cx.cat([cx.zeros(2, 3), cx.zeros(2, 1)], 1).shape == (2, 4)
 
@@ -184,7 +184,7 @@ def test_cat_stack_errors():
 def test_matmul_shape_errors():
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         cx.zeros(2, 3).mm(cx.zeros(2, 3))
-    with pytest.raises(RuntimeError, match="2-D"):
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
         cx.zeros(3).mm(cx.zeros(3, 2))
 
 

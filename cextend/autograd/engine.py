@@ -7,8 +7,15 @@ results are checked against its forward inputs (count, type, shape; a
 broadcastable shape is summed back, a dtype is cast) in one place, here.
 With `inputs` given, only nodes on a path to them run, and gradients are
 captured there instead of accumulated into leaves.
+
+Hooks run as torch runs them: a tensor's hooks (Tensor.register_hook) see
+its gradient before the node that consumes it (or before accumulation
+into a leaf's .grad, or capture by autograd.grad); retain_grad stores the
+result after those hooks; Node.register_prehook/register_hook wrap apply.
 """
 import heapq
+
+import numpy as np
 
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import AccumulateGrad, accumulate_into, gradient_edge
@@ -37,15 +44,20 @@ def _root_gradients(tensors, grads, Tensor, ones_like):
         if g is UNDEFINED:
             g = None
         elif g is None:
-            if t.numel() != 1:
+            if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._data.dtype.kind != "f":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got %s"
+                                   % t.dtype.name)
             g = ones_like(t)
         else:
             if not isinstance(g, Tensor):
                 raise TypeError("gradient %d must be a Tensor or None, got %s" % (i, type(g).__name__))
-            if g.shape != t.shape:
+            if g._data.shape != t._data.shape:
                 raise RuntimeError("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] "
-                                   "has a shape of %s" % (i, g.shape, i, t.shape))
+                                   "has a shape of %s." % (i, list(g.shape), i, list(t.shape)))
+            if g._data.dtype != t._data.dtype:
+                g = g.to(t.dtype)
         roots.append((edge, g))
     return roots
 
@@ -93,18 +105,19 @@ def _is_expandable(shape, target):
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
 
 
-def _fit(node, i, g, meta, Tensor):
+def fit_gradient(node, i, g, meta):
     """A gradient made to fit its forward input's shape and dtype, or an error."""
+    from cextend.tensor import Tensor
     if not isinstance(g, Tensor):
         raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
                         % (node.name(), type(g).__name__, i))
-    shape, dtype = meta
+    shape, dtype = meta[0], meta[1]
     if g._data.shape != shape:
         if not _is_expandable(shape, g._data.shape):
             raise RuntimeError("Function %s returned an invalid gradient at index %d - got %s but "
                                "expected shape compatible with %s"
                                % (node.name(), i, list(g._data.shape), list(shape)))
-        g = g._sum_to(shape)
+        g = g.sum_to_size(shape)
     if g._data.dtype != dtype:
         g = g.to(dtype)
     return g
@@ -115,8 +128,47 @@ def _add(a, b, create_graph):
         return b
     if create_graph:
         return a + b
+    from cextend._fpe import quietly
     from cextend.tensor import _wrap
-    return _wrap(a._data + b._data)
+    return _wrap(quietly(np.add, a._data, b._data))
+
+
+def _tensor_hooks(node, grads):
+    """Tensor.register_hook hooks of node's outputs (a leaf's own, for its
+    accumulator), then retain_grad, which sees the hooked gradient."""
+    hooks = node._tensor_hooks
+    if hooks:
+        for nr, fns in hooks.items():
+            for fn in list(fns):
+                if grads[nr] is not None:
+                    new = fn(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+    if type(node) is AccumulateGrad:
+        leaf_hooks = node.variable._hooks
+        if leaf_hooks and grads[0] is not None:
+            for fn in list(leaf_hooks):
+                new = fn(grads[0])
+                if new is not None:
+                    grads[0] = new
+    if node._retained:
+        _retain_grads(node, grads)
+    return grads
+
+
+def _run(node, grads):
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    results = node.apply(grads)
+    if node._post_hooks:
+        for hook in list(node._post_hooks):
+            new = hook(tuple(results), tuple(grads))
+            if new is not None:
+                results = tuple(new)
+    return results
 
 
 def execute(roots, retain_graph, create_graph, capture=None):
@@ -133,7 +185,7 @@ def execute(roots, retain_graph, create_graph, capture=None):
         if buf is None:
             buf = buffers[node] = [None] * node.num_outputs
             root_nodes.append(node)
-        buf[nr] = _add(buf[nr], g, create_graph)
+        buf[nr] = _add(buf[nr], g, create_graph) if g is not None else buf[nr]
     order, dependencies = _graph(root_nodes)
     needed = target_nodes = None
     if capture is not None:
@@ -149,15 +201,15 @@ def execute(roots, retain_graph, create_graph, capture=None):
         while ready:
             node = heapq.heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
+            if node._tensor_hooks or node._retained or type(node) is AccumulateGrad:
+                grads = _tensor_hooks(node, grads)
             if target_nodes is not None and node in target_nodes:
                 for nr, g in enumerate(grads):
                     captured[(node, nr)] = g
-            if node._retained:
-                _retain_grads(node, grads)
             edges = node.next_functions
             if capture is None or (type(node) is not AccumulateGrad and
                                    any(c in needed for c, _ in edges)):
-                results = node.apply(grads)
+                results = _run(node, grads)
                 if not retain_graph:
                     node._release()
                 metas = node._input_meta
@@ -170,7 +222,7 @@ def execute(roots, retain_graph, create_graph, capture=None):
                     meta = metas[i]
                     if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0]
                                              or g._data.dtype != meta[1]):
-                        g = _fit(node, i, g, meta, Tensor)
+                        g = fit_gradient(node, i, g, meta)
                     buf = buffers.get(child)
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
@@ -194,7 +246,8 @@ def _retain_grads(node, grads):
         for ref in refs:
             tensor = ref()
             if tensor is not None and g is not None:
-                accumulate_into(tensor, g)
+                # torch's retains_grad hook: a private copy, then out-of-place sums.
+                tensor._grad = g.clone() if tensor._grad is None else tensor._grad + g
 
 
 def _ones_like(t):
@@ -220,7 +273,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     edges = _input_edges(inputs, Tensor)
     with grad_mode.set_grad_enabled(create_graph):
         for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
-            accumulate_into(t, g)
+            if t.grad_fn is None:
+                accumulate_into(t, g)
+            elif g is not None:
+                # a non-leaf input: its gradient is stored like a retained one
+                t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _input_edges(inputs, Tensor):
@@ -243,6 +300,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise NotImplementedError("cextend.autograd.grad does not support is_grads_batched=True")
     if allow_unused is None:
         allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs) or (None,) * len(outputs)

@@ -1,4 +1,4 @@
-"""Function: a differentiable op with static forward/backward and a ctx.
+"""Function: a user-defined differentiable op with static forward/backward.
 
     class MulConstant(Function):
         @staticmethod
@@ -10,51 +10,44 @@
         def backward(ctx, grad_output):
             return grad_output * ctx.constant, None
 
-`MulConstant.apply(x, 2.0)` runs forward with history recording off and,
-if any Tensor input requires grad, makes the ctx (an instance of the
-generated node class `MulConstantBackward`) the outputs' grad_fn.
+`MulConstant.apply(x, 2.0)` runs forward with grad mode off and, if any
+Tensor input requires grad, makes the ctx (an instance of the generated
+node class `MulConstantBackward`) the outputs' grad_fn.  The torch >= 2.0
+style, `forward(*args)` without ctx plus `setup_context(ctx, inputs,
+output)`, works too.
+
+How outputs are connected follows torch's custom_function.cpp: an input
+returned unchanged becomes a view of it; outputs marked dirty take the
+node as their (rebased) history; outputs marked non-differentiable, and
+non-Tensor outputs, get none (and backward receives None for the latter).
 """
 import functools
 import warnings
 
 from cextend._device import DeviceArray
 
-from cextend.autograd import grad_mode
-from cextend.autograd.graph import Node, gradient_edge
+from cextend.autograd import grad_mode, views
+from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, gradient_edge
 
-_INPLACE_LEAF_ERROR = ("a leaf Variable that requires grad is being used in an in-place operation; "
-                       "wrap it in `with cextend.no_grad():` or modify .data")
+_NO_EDGE = (None, 0)
+_NO_META = None
 
 
-class BackwardCFunction(Node):
-    """The ctx handed to forward/backward, and the backward node in the graph."""
+class FunctionCtx:
+    """The ctx API (save_for_backward, mark_dirty, ...), shared by every node class."""
 
-    _forward_cls = None
-    # Defaults at class level (see Node): set on the instance only when used.
-    to_save = None
-    _saved = None
-    _saved_versions = None
-    _freed = False
-    _dirty = ()
-    _non_differentiable = ()
-    _output_meta = ()
-    materialize_grads = True
-    needs_input_grad = ()
-
-    @property
-    def num_outputs(self):
-        return len(self._output_meta)
-
-    # -- the ctx API ------------------------------------------------------
     def save_for_backward(self, *tensors):
         """Keep tensors (or None) for backward; modifying one in place later
         makes backward raise instead of computing a wrong gradient."""
         from cextend.tensor import Tensor
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save Tensors or None, but argument %d "
-                                "is of type %s" % (i, type(t).__name__))
+                raise TypeError("save_for_backward can only save variables, but argument %d is of "
+                                "type %s" % (i, type(t).__name__))
         self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
         """Declare the inputs forward modified in place (and returns)."""
@@ -68,32 +61,46 @@ class BackwardCFunction(Node):
         """If False, backward receives None (not zeros) for outputs without a gradient."""
         self.materialize_grads = bool(value)
 
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The ctx handed to forward/backward, and the backward node in the graph."""
+
+    _forward_cls = None
+    # Defaults at class level (see Node): set on the instance only when used.
+    to_save = None
+    _saved = None
+    _freed = False
+    _dirty = ()
+    _non_differentiable = ()
+    _output_meta = ()
+    materialize_grads = True
+    needs_input_grad = ()
+
+    @property
+    def num_outputs(self):
+        return len(self._output_meta)
+
     @property
     def saved_tensors(self):
         if self._freed:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Saved intermediate values of the "
-                "graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or "
-                "if you need to access saved tensors after calling backward.")
+            raise RuntimeError(FREED_MESSAGE)
         if self._saved is None:
             return tuple(self.to_save or ())
-        for t, version in zip(self._saved, self._saved_versions):
-            if t is not None and t._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    "inplace operation: [%s %s]%s, is at version %d; expected version %d instead. "
-                    "Hint: clone() the tensor before modifying it in place."
-                    % (t.dtype.name, list(t.shape),
-                       ", which is output %d of %s" % (t._output_nr, t._grad_fn.name())
-                       if t._grad_fn is not None else "", t._version, version))
-        return self._saved
+        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+
+    saved_variables = saved_tensors
+
+    def name(self):
+        return type(self).__name__
 
     # -- the node API -----------------------------------------------------
     def apply(self, grads):
-        if self.materialize_grads:
-            grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
+        grads = list(grads)
+        for i, meta in enumerate(self._output_meta):
+            if meta is _NO_META:
+                grads[i] = None             # non-Tensor outputs: always None
+            elif grads[i] is None and self.materialize_grads:
+                grads[i] = _zeros(meta)
         result = self._forward_cls.backward(self, *grads)
         return _normalize_gradients(self, result)
 
@@ -126,15 +133,22 @@ def _normalize_gradients(node, result):
     if len(result) != expected:
         raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
                            % (node.name(), expected, len(result)))
+    from cextend.tensor import Tensor
     for i, (g, meta) in enumerate(zip(result, node._input_meta)):
-        if g is not None and meta is None:
-            raise RuntimeError("function %s returned a gradient different than None at position %d, "
-                               "but the corresponding forward input was not a Tensor"
-                               % (node.name(), i + 1))
+        if g is None:
+            continue
+        if meta is None:
+            if isinstance(g, Tensor) or node.next_functions[i][0] is not None:
+                raise RuntimeError("function %s returned a gradient different than None at position %d, "
+                                   "but the corresponding forward input was not a Variable"
+                                   % (node.name(), i + 1))
+        elif not isinstance(g, Tensor):
+            raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
+                            % (node.name(), type(g).__name__, i))
     return result
 
 
-class Function:
+class Function(FunctionCtx):
     """Base class for differentiable ops; subclass with static forward/backward."""
 
     def __init_subclass__(cls, **kwargs):
@@ -143,12 +157,19 @@ class Function:
                                  {"_forward_cls": cls, "__module__": cls.__module__})
 
     @staticmethod
-    def forward(ctx, *args):
-        raise NotImplementedError("You must implement the forward function for a custom Function.")
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement the backward function for a custom Function.")
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
 
     def __call__(self, *args):
         """Legacy style (torch < 0.4): MyFunction()(a, b) with forward(self, ...).
@@ -160,62 +181,37 @@ class Function:
         warnings.warn("Legacy autograd function with non-static forward method is deprecated. "
                       "Please use new-style autograd function with static forward method "
                       "(%s.apply)." % type(self).__name__, DeprecationWarning, stacklevel=2)
-        return type(self)._apply(args, vars(self))
+        return type(self)._apply(args, {}, vars(self))
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        if kwargs:
-            raise TypeError("%s.apply() takes positional arguments only, got keyword(s) %s"
-                            % (cls.__name__, ", ".join(sorted(kwargs))))
-        return cls._apply(args)
+        return cls._apply(args, kwargs)
 
     @classmethod
-    def _apply(cls, args, state=None):
+    def _uses_setup_context(cls):
+        return cls.setup_context is not Function.setup_context
+
+    @classmethod
+    def _apply(cls, args, kwargs, state=None):
+        from cextend.tensor import Tensor
         ctx = cls._backward_cls()
         if state:
             ctx.__dict__.update(state)
         grad_enabled = grad_mode.is_grad_enabled()
-        if grad_enabled:
-            needs = tuple([type(a) in _TENSOR_TYPES and a._requires_grad for a in args]) \
-                if _all_plain(args) else tuple([isinstance(a, _Tensor()) and a._requires_grad for a in args])
-            ctx.needs_input_grad = needs
-            grad_mode._set_enabled(False)
-            try:
-                outputs = cls.forward(ctx, *args)
-            finally:
-                grad_mode._set_enabled(True)
-            requires_grad = True in needs
-        else:
-            ctx.needs_input_grad = (False,) * len(args)
-            outputs = cls.forward(ctx, *args)
-            requires_grad = False
-        if (not requires_grad and type(outputs) is _Tensor() and not ctx._dirty
-                and all(a is not outputs for a in args)):
-            return outputs          # nothing to record: the common no-grad case
-        return _wrap_outputs(ctx, args, outputs, requires_grad, _Tensor())
-
-
-_TENSOR_TYPES = set()
-
-
-def _Tensor():
-    from cextend.tensor import Tensor
-    return Tensor
-
-
-def _all_plain(args):
-    """Every argument's type is known: a Tensor (or Parameter) or not one at all."""
-    for a in args:
-        t = type(a)
-        if t not in _TENSOR_TYPES and t not in _PLAIN_TYPES:
-            if isinstance(a, _Tensor()):
-                _TENSOR_TYPES.add(t)
+        needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args]) if grad_enabled \
+            else (False,) * len(args)
+        ctx.needs_input_grad = needs
+        requires_grad = True in needs
+        grad_mode._set_enabled(False)
+        try:
+            if cls._uses_setup_context():
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args if not kwargs else args + tuple(kwargs.values()), outputs)
             else:
-                return False
-    return True
-
-
-_PLAIN_TYPES = {int, float, bool, str, tuple, type(None), slice}
+                outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            grad_mode._set_enabled(grad_enabled)
+        return _wrap_outputs(ctx, args, outputs, requires_grad, Tensor)
 
 
 def _connect_inputs(ctx, args, Tensor):
@@ -234,78 +230,108 @@ def _connect_inputs(ctx, args, Tensor):
     ctx._input_meta = tuple(metas)
 
 
-def _wrap_single(ctx, args, out, requires_grad):
-    """_wrap_outputs for the common case: one Tensor output, nothing dirty
-    or marked non-differentiable."""
-    for a in args:
-        if a is out:
-            out = out._alias()      # returning an input unchanged: a new Tensor, same storage
-            break
-    data = out._data
-    if requires_grad:
-        _connect_inputs(ctx, args, type(out))
-        if data.dtype.kind == "f":
-            out._grad_fn = ctx
-            out._requires_grad = True
-        if ctx.to_save is not None:
-            ctx._saved = ctx.to_save
-            ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
-                                         for t in ctx.to_save])
-            ctx.to_save = None
-    ctx._output_meta = ((data.shape, data.dtype, type(data) is DeviceArray),)
+def _view_as_self(t):
+    """A new Tensor that is a view of all of t (what returning an input gives)."""
+    with grad_mode.no_grad():
+        out = views.make_view(t, t._data if type(t._data) is DeviceArray else t._data.view(),
+                              lambda x: x.view_as(x))
+    out._requires_grad = False
     return out
 
 
 def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
     """Connect forward's outputs to the graph through ctx (if any input needs grad)."""
-    if type(outputs) is Tensor and not ctx._dirty and not ctx._non_differentiable:
-        return _wrap_single(ctx, args, outputs, requires_grad)
     is_tuple = isinstance(outputs, tuple)
     outs = outputs if is_tuple else (outputs,)
-    dirty = {id(t) for t in ctx._dirty}
+    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    dirty_ids = {id(t) for t in ctx._dirty}
+    output_ids = {id(o) for o in outs if isinstance(o, Tensor)}
+    if dirty_ids - output_ids:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as "
+                           "output. The inputs that are modified inplace must all be outputs of the "
+                           "Function.")
     non_diff = {id(t) for t in ctx._non_differentiable}
+    for t in ctx._dirty:
+        t._version_counter.value += 1
     if requires_grad:
         _connect_inputs(ctx, args, Tensor)
+    tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
     result = []
-    meta = []
+    metas = []
     for i, out in enumerate(outs):
         if not isinstance(out, Tensor):
             result.append(out)
-            meta.append(_NO_META)
+            metas.append(_NO_META)
             continue
-        if id(out) in dirty:
-            _check_inplace(out, requires_grad or out._requires_grad)
-            out._bump_version()
-        elif any(a is out for a in args):
-            out = out._alias()      # returning an input unchanged: a new Tensor, same storage
-        if requires_grad and id(out) not in non_diff and out._data.dtype.kind == "f":
-            out._grad_fn = ctx
-            out._output_nr = i
-            out._requires_grad = True
-        meta.append((out._data.shape, out._data.dtype, type(out._data) is DeviceArray))
+        is_input = id(out) in input_ids
+        is_dirty = id(out) in dirty_ids
+        differentiable = requires_grad and id(out) not in non_diff and out._data.dtype.kind == "f"
+        if not differentiable:
+            if is_dirty and out._grad_fn is None and out._requires_grad and grad_mode.is_grad_enabled():
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                                   "operation.")
+            if is_input and not is_dirty:
+                out = _view_as_self(out) if not out.requires_grad else _detached_alias(out)
+            elif out.requires_grad and not is_input:
+                out._grad_fn = None
+                out._requires_grad = False
+        elif is_dirty:
+            views.check_inplace(out, True)
+            if out._view_fn is not None and tensor_outputs > 1:
+                raise RuntimeError("If your Function modifies inplace an input that is a view of another "
+                                   "Tensor, your Function cannot return more than one Tensor. This is not "
+                                   "supported by the current autograd engine. You should either make sure "
+                                   "the input is not a view (using .clone() for example) or make your "
+                                   "Function only return one Tensor.")
+            views.rebase_history(out, ctx, i)
+        elif is_input:
+            out = _view_as_self(out)
+            _set_history(out, ctx, i)
+        else:
+            _set_history(out, ctx, i)
+        metas.append((out._data.shape, out._data.dtype, type(out._data) is DeviceArray))
         result.append(out)
-    ctx._output_meta = tuple(meta)
-    if requires_grad and ctx.to_save is not None:
-        ctx._saved = ctx.to_save
-        ctx._saved_versions = tuple([t._version_counter.value if t is not None else 0
-                                     for t in ctx.to_save])
-        ctx.to_save = None
+    ctx._output_meta = tuple(metas)
+    if requires_grad:
+        _save_variables(ctx, result)
     return tuple(result) if is_tuple else result[0]
 
 
-_NO_EDGE = (None, 0)
-_NO_META = ((), None, False)
+def _detached_alias(t):
+    from cextend.tensor import _wrap
+    out = _wrap(t._data)
+    out._version_counter = t._version_counter
+    return out
 
 
-def _check_inplace(tensor, records_history):
-    """In-place changes the graph cannot account for raise instead of giving wrong gradients."""
-    if not (grad_mode.is_grad_enabled() and records_history):
+def _set_history(out, ctx, output_nr):
+    out._grad_fn = ctx
+    out._output_nr = output_nr
+    out._requires_grad = True
+    if out._view_fn is not None:
+        # A view made inside forward: in-place changes to it later would
+        # bypass the custom backward, so torch forbids them.
+        out._grad_fn_version = out._version_counter.value
+        out._creation_meta = views.IN_CUSTOM_FUNCTION
+        out._creation_meta_op = "Output %d of %s" % (output_nr, ctx._forward_cls.__name__)
+
+
+def _save_variables(ctx, outputs):
+    """Turn ctx.to_save into SavedTensors: outputs of ctx are saved without
+    their grad_fn (no ctx <-> output cycle), everything else as is."""
+    if ctx.to_save is None:
         return
-    if tensor._grad_fn is None and tensor._requires_grad:
-        raise RuntimeError(_INPLACE_LEAF_ERROR)
-    if tensor._base is not None and (tensor._requires_grad or tensor._base._requires_grad):
-        raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
-                           "supported by cextend; use the out-of-place op instead")
+    output_ids = {id(o): o for o in outputs if o is not None and hasattr(o, "_data")}
+    saved = []
+    for t in ctx.to_save:
+        if t is None:
+            saved.append(None)
+        elif id(t) in output_ids and t._grad_fn is ctx:
+            saved.append(SavedTensor(t, is_output=True))
+        else:
+            saved.append(SavedTensor(t))
+    ctx._saved = tuple(saved)
+    ctx.to_save = None
 
 
 def once_differentiable(backward):
@@ -316,7 +342,7 @@ def once_differentiable(backward):
         from cextend.tensor import Tensor
         with grad_mode.no_grad():
             result = backward(ctx, *grads)
-        history = [g for g in grads if isinstance(g, Tensor) and g._requires_grad]
+        history = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
         if not (grad_mode.is_grad_enabled() and history):
             return result
         outs = result if isinstance(result, tuple) else (result,)
@@ -331,9 +357,21 @@ class _DelayedError(Function):
 
     @staticmethod
     def forward(ctx, result, *history):
-        return result._alias()
+        return result.clone()
 
     @staticmethod
     def backward(ctx, grad):
         raise RuntimeError("trying to differentiate twice a function that was marked with "
                            "@once_differentiable")
+
+
+class InplaceFunction(Function):
+    """torch.autograd.function.InplaceFunction: a Function with an `inplace` flag."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass

@@ -1,28 +1,62 @@
-"""The backward graph: nodes, edges and leaf gradient accumulation.
+"""The backward graph: nodes, edges, saved tensors and leaf accumulation.
 
 Each differentiable op leaves a Node behind.  A node's `next_functions`
 holds one edge per forward input: (node, output_nr) of the input's grad_fn,
 or of an AccumulateGrad node for a leaf that requires grad, or (None, 0)
 where no gradient flows.  Nodes are numbered as created, and the engine
 runs the most recent ready node first, as torch's does.
+
+Ownership follows torch: a tensor owns its grad_fn, a node owns the nodes
+it feeds into, and nothing points back up.  A saved *output* is kept as
+its data and version counter, not as the Tensor (whose grad_fn is the node
+saving it), so no ctx <-> output reference cycle keeps a graph alive; a
+leaf's AccumulateGrad node is held by the graph, the leaf only keeps a
+weak reference to it.
 """
 import itertools
 import weakref
+
+import numpy as np
+
+from cextend._fpe import quietly
 
 from cextend.autograd.grad_mode import is_grad_enabled
 
 _sequence = itertools.count()
 
 
+class RemovableHandle:
+    """What register_hook returns: .remove() takes the hook out again."""
+
+    __slots__ = ("_hooks", "_hook")
+
+    def __init__(self, hooks, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class Node:
-    """A backward function: apply(output_grads) -> one gradient per input."""
+    """A backward function: apply(output_grads) -> one gradient per input edge."""
 
     num_outputs = 1
     # Class-level defaults: most nodes never change these, and not setting
     # them per instance keeps node creation (one per op) cheap.
     next_functions = ()
-    _input_meta = ()        # per edge: (shape, numpy dtype) of the forward input
+    _input_meta = ()        # per edge: (shape, numpy dtype) of the forward input, or None
     _retained = None        # output_nr -> weakrefs of non-leaf tensors retaining grad
+    _tensor_hooks = None    # output_nr -> hooks registered with Tensor.register_hook
+    _pre_hooks = None       # Node.register_prehook: fn(grad_outputs) -> None or new grads
+    _post_hooks = None      # Node.register_hook: fn(grad_inputs, grad_outputs) -> None or new
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -46,6 +80,27 @@ class Node:
         if not any(ref() is tensor for ref in refs):
             refs.append(weakref.ref(tensor))
 
+    def _add_tensor_hook(self, output_nr, hook):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        hooks = self._tensor_hooks.setdefault(output_nr, [])
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def register_prehook(self, hook):
+        """hook(grad_outputs) runs before this node; it may return replacement grads."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook)
+
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs) runs after this node; it may return replacements."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        return RemovableHandle(self._post_hooks, hook)
+
 
 class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the incoming gradient to leaf.grad."""
@@ -53,6 +108,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__()
         self.variable = variable
+        self._input_meta = ()
 
     def apply(self, grads):
         accumulate_into(self.variable, grads[0])
@@ -60,32 +116,105 @@ class AccumulateGrad(Node):
 
 
 def accumulate_into(tensor, grad):
-    """tensor.grad += grad, storing a private copy the first time.
+    """tensor.grad += grad, as torch's AccumulateGrad does it.
 
-    With create_graph (grad mode on) the sum is itself recorded, so .grad
-    stays differentiable; otherwise it is added in place.
+    The first gradient is stored as a private copy (never the incoming
+    object, which the caller or another leaf may hold).  Later ones are
+    added in place, or, while a graph of the gradient is being recorded
+    (create_graph=True), added out of place so .grad stays differentiable.
     """
     if grad is None:
         return
-    from cextend.tensor import _wrap
-    # The engine has already fitted grad to the tensor's shape and dtype,
-    # so the checked .grad setter is bypassed.
     current = tensor._grad
     if current is None:
-        tensor._grad = grad if is_grad_enabled() else _wrap(grad._data.copy())
-    elif is_grad_enabled():
+        if is_grad_enabled():
+            tensor._grad = grad.clone()     # recorded: .grad differentiates through it
+        else:
+            from cextend.tensor import _wrap
+            tensor._grad = _wrap(grad._data.copy())     # contiguous, and ours alone
+    elif is_grad_enabled() or not current._data.flags.writeable:
         tensor._grad = current + grad
     else:
-        current._data += grad._data
+        quietly(np.add, current._data, grad._data, current._data)
         current._version_counter.value += 1
 
 
 def gradient_edge(tensor):
     """The edge a gradient for `tensor` travels along, or None."""
-    if tensor._grad_fn is not None:
-        return (tensor._grad_fn, tensor._output_nr)
+    grad_fn = tensor._grad_fn if tensor._base is None else tensor._current_grad_fn()
+    if grad_fn is not None:
+        return (grad_fn, tensor._output_nr)
     if tensor._requires_grad:
-        if tensor._accumulator is None:
-            tensor._accumulator = AccumulateGrad(tensor)
-        return (tensor._accumulator, 0)
+        ref = tensor._accumulator
+        node = ref() if ref is not None else None
+        if node is None:
+            node = AccumulateGrad(tensor)
+            tensor._accumulator = weakref.ref(node)
+        return (node, 0)
     return None
+
+
+def grad_accumulator(tensor):
+    """The leaf's AccumulateGrad node, alive as long as some graph uses it."""
+    ref = tensor._accumulator
+    return ref() if ref is not None else None
+
+
+class SavedTensor:
+    """A tensor kept for backward, checked against in-place changes on unpack.
+
+    Inputs are kept as the Tensor itself.  An output of the node saving it
+    is kept as data + version counter and rebuilt on unpack with the node
+    as its grad_fn (torch's SavedVariable), which avoids the cycle.
+    """
+
+    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad")
+
+    def __init__(self, tensor, is_output=False):
+        self.version_counter = tensor._version_counter
+        self.version = tensor._version_counter.value
+        if is_output:
+            self.tensor = None
+            self.data = tensor._data
+            self.output_nr = tensor._output_nr
+            self.requires_grad = tensor._requires_grad
+        else:
+            self.tensor = tensor
+
+    def unpack(self, node):
+        if self.version_counter.value != self.version:
+            raise RuntimeError(_modified_message(self, node))
+        if self.tensor is not None:
+            return self.tensor
+        from cextend.tensor import _wrap
+        out = _wrap(self.data)
+        out._version_counter = self.version_counter
+        if self.requires_grad:
+            out._grad_fn = node
+            out._output_nr = self.output_nr
+            out._requires_grad = True
+        return out
+
+    def describe(self, node):
+        data = self.data if self.tensor is None else self.tensor._data
+        if self.tensor is None:
+            producer = ", which is output %d of %s" % (self.output_nr, node.name())
+        elif self.tensor._grad_fn is not None:
+            producer = ", which is output %d of %s" % (self.tensor._output_nr, self.tensor._grad_fn.name())
+        else:
+            producer = ""
+        return "[%s %s]%s" % (data.dtype, list(data.shape), producer)
+
+
+def _modified_message(saved, node):
+    return ("one of the variables needed for gradient computation has been modified by an inplace "
+            "operation: %s, is at version %d; expected version %d instead. Hint: the backward of %s "
+            "needs it unchanged: clone() it before modifying it in place."
+            % (saved.describe(node), saved.version_counter.value, saved.version, node.name()))
+
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")

@@ -1,0 +1,14 @@
+"""The op table and its families.  Importing this package registers every
+op; install() attaches them to Tensor and to the cextend namespace."""
+from cextend._ops import registry
+from cextend._ops import (arithmetic, conversion, indexing, joining, linalg,  # noqa: F401
+                          pointwise, reduction, shape)
+from cextend._ops.registry import OPS
+
+
+def install(namespace):
+    from cextend.tensor import Tensor
+    registry.install(Tensor, namespace)
+
+
+__all__ = ["OPS", "install"]

@@ -1,0 +1,62 @@
+"""Turning op arguments into Tensors or Python numbers, and numbers into arrays."""
+import numbers
+
+import numpy as np
+
+_SCALARS = (int, float, bool)
+
+
+def is_tensor(x):
+    return getattr(x, "_data", None) is not None
+
+
+def operand(x):
+    """A Tensor, a Python number (numpy scalars become Python numbers, which
+    are "weak" in type promotion, as in torch), or NotImplemented."""
+    t = type(x)
+    if t in _SCALARS or is_tensor(x):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        from cextend.tensor import _wrap
+        return _wrap(x)
+    return NotImplemented
+
+
+def require_operand(x, op, name="other"):
+    value = operand(x)
+    if value is NotImplemented:
+        raise TypeError("%s(): argument '%s' must be a Tensor or a number, not %s"
+                        % (op, name, type(x).__name__))
+    return value
+
+
+def require_tensor(x, op, name="input"):
+    if not is_tensor(x):
+        raise TypeError("%s(): argument '%s' must be Tensor, not %s" % (op, name, type(x).__name__))
+    return x
+
+
+def as_array(x, dtype):
+    """x's values in dtype: a Tensor's array (cast if needed) or the number itself."""
+    if type(x) in _SCALARS:
+        return x
+    data = x._data
+    return data if data.dtype == dtype else data.astype(dtype)
+
+
+def scalar_value(x, op, name):
+    """A Python number from a number or a one-element Tensor."""
+    if is_tensor(x):
+        if x._data.size != 1:
+            raise RuntimeError("%s(): %s must be a number or a one-element tensor, got shape %s"
+                               % (op, name, list(x._data.shape)))
+        return x._data.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Number):
+        raise TypeError("%s(): argument '%s' must be a number, not %s" % (op, name, type(x).__name__))
+    return x

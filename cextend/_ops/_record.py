@@ -1,0 +1,195 @@
+"""Recording builtin ops into the graph: torch's generated autograd code, by hand.
+
+A builtin op computes its result with numpy, then, if grad mode is on and
+an input requires grad, records one BuiltinNode: edges to the inputs'
+gradient paths, the values its backward needs (as SavedTensors, checked
+against in-place changes), and itself as the output's grad_fn.  In-place
+ops record the same node and then rebase the modified tensor's history
+(views.rebase_history), which is what keeps views and bases consistent.
+"""
+import numpy as np
+
+from cextend._promotion import check_inplace_cast, result_type
+from cextend.autograd import grad_mode, views
+from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, gradient_edge
+
+NO_EDGE = (None, 0)
+_FREED = ("freed",)
+
+
+class BuiltinNode(Node):
+    """The backward of a builtin op.
+
+    Subclasses define `backward(self, grad, *saved)` (one output) or
+    `backward(self, grads, *saved)` with `multi_output = True`, returning
+    one gradient (or None) per forward input.  `self.needs(i)` says
+    whether input i wants a gradient.
+    """
+
+    _saved = ()
+    multi_output = False
+
+    def apply(self, grads):
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        if all(g is None for g in grads):
+            return (None,) * len(self.next_functions)
+        values = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        if self.multi_output:
+            result = self.backward(grads, *values)
+        else:
+            result = self.backward(grads[0], *values)
+        return result if type(result) is tuple else (result,)
+
+    def backward(self, grad, *saved):
+        raise NotImplementedError
+
+    def needs(self, i):
+        return self.next_functions[i][0] is not None
+
+    def _release(self):
+        if self._saved:
+            self._saved = _FREED
+
+
+def node_class(name, backward, multi_output=False):
+    """A BuiltinNode subclass named like torch's (SinBackward) around `backward`."""
+    return type(name, (BuiltinNode,), {"backward": backward, "multi_output": multi_output,
+                                       "__module__": __name__})
+
+
+def requires_grad(x):
+    """Whether x is a Tensor that requires grad (rebuilding a stale view's history)."""
+    if x._base is None:
+        return x._requires_grad
+    return x.requires_grad
+
+
+def needs_grad(*xs):
+    """Grad mode is on and some Tensor among xs requires grad."""
+    if not grad_mode.is_grad_enabled():
+        return False
+    for x in xs:
+        if getattr(x, "_data", None) is not None and (x._requires_grad if x._base is None
+                                                       else x.requires_grad):
+            return True
+    return False
+
+
+def connect(node, inputs):
+    """Give node one edge (and input meta) per forward input."""
+    edges = []
+    metas = []
+    for x in inputs:
+        if getattr(x, "_data", None) is not None and requires_grad(x):
+            edges.append(gradient_edge(x))
+            metas.append((x._data.shape, x._data.dtype))
+        else:
+            edges.append(NO_EDGE)
+            metas.append(None)
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(metas)
+    return node
+
+
+def record(node_cls, inputs, out, saved=()):
+    """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
+    node = connect(node_cls(), inputs)
+    if type(out) is tuple:
+        node.num_outputs = len(out)
+        for i, o in enumerate(out):
+            if o is not None and o._data.dtype.kind == "f":
+                o._grad_fn = node
+                o._output_nr = i
+                o._requires_grad = True
+    elif out._data.dtype.kind == "f":
+        out._grad_fn = node
+        out._requires_grad = True
+    if saved:
+        node._saved = saved
+    return node
+
+
+def save(x):
+    """x as kept by a node: Tensors through SavedTensor, anything else as is."""
+    return SavedTensor(x) if getattr(x, "_data", None) is not None else x
+
+
+def save_output(out):
+    return SavedTensor(out, is_output=True)
+
+
+def check_writable(t):
+    data = t._data
+    flags = getattr(data, "flags", None)
+    if flags is None:
+        return
+    strides = data.strides
+    if 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
+    if not flags.writeable:
+        raise RuntimeError("unsupported operation: the tensor's memory is read-only (e.g. a numpy "
+                           "array with writeable=False); clone() it before writing in place")
+
+
+def prepare_inplace(t, others=(), result=None):
+    """The checks every in-place op makes; returns whether it records history.
+
+    result: the numpy dtype the op computes in (checked castable to t's dtype).
+    """
+    check_writable(t)
+    if result is not None and result != t._data.dtype:
+        check_inplace_cast(result, t._data.dtype)
+    recording = needs_grad(t, *others)
+    views.check_inplace(t, recording)
+    return recording
+
+
+def finish_inplace(t, node, output_nr=0):
+    """Bump t's version and move its history to node (after the data changed)."""
+    t._version_counter.value += 1
+    if node is not None:
+        views.rebase_history(t, node, output_nr)
+    return t
+
+
+def check_out(out, name, *inputs):
+    """out= is a plain buffer: torch refuses it when history would be needed."""
+    from cextend.tensor import Tensor
+    if not isinstance(out, Tensor):
+        raise TypeError("%s(): argument 'out' must be Tensor, not %s" % (name, type(out).__name__))
+    if grad_mode.is_grad_enabled() and (needs_grad(*inputs) or out.requires_grad):
+        raise RuntimeError("%s(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad." % name)
+
+
+def write_out(out, array, name):
+    """Store a result into out= (resized if its shape differs, cast to its dtype)."""
+    from cextend._device import DeviceArray
+    check_writable(out)
+    source = np.dtype(array.dtype)
+    if source != out._data.dtype:
+        check_inplace_cast(source, out._data.dtype)
+    if out._data.shape != array.shape:
+        if out._data.size:
+            import warnings
+            warnings.warn("An output with one or more elements was resized since it had shape %s, "
+                          "which does not match the required output shape %s. This behavior is "
+                          "deprecated; pass an out= of the right shape." % (
+                              list(out._data.shape), list(array.shape)), UserWarning, stacklevel=3)
+        if out._base is not None:
+            raise RuntimeError("%s(): out= is a view of another tensor and cannot be resized from %s "
+                               "to %s" % (name, list(out._data.shape), list(array.shape)))
+        out._data = (array.astype(out._data.dtype) if type(array) is not DeviceArray
+                     else array.astype(out._data.dtype))
+    else:
+        out._data[...] = array
+    out._version_counter.value += 1
+    return out
+
+
+def common_dtype(*operands):
+    return result_type(*operands)

@@ -1,0 +1,694 @@
+"""Elementwise binary ops with broadcasting and torch's type promotion.
+
+Each op: promote (torch.result_type), compute with numpy in the result
+dtype, record one node whose backward is written with Tensor ops (so it
+is differentiable again).  Gradients of broadcast operands come back at
+the broadcast shape; the engine sums them to each input's shape and casts
+them to its dtype.  The formulas follow torch's derivatives.yaml, operand
+order included, so results agree to the last bit where numpy's kernels do.
+"""
+import math
+
+import numpy as np
+
+from cextend._fpe import quietly
+from cextend._promotion import binary_result_type, float_result
+from cextend._ops import _record as rec
+from cextend._ops import samples as S
+from cextend._ops._operands import as_array, is_tensor, operand, require_operand, require_tensor
+from cextend._ops.registry import method, register
+
+
+
+class Binary:
+    """One elementwise binary op: forward, in-place and out= forms.
+
+    compute(x, y) gets numpy arrays (or Python numbers) already in the
+    computing dtype; backward(node, grad, *saved) returns (grad_self,
+    grad_other); saves names what backward needs: "self", "other", "result".
+    result: "promote" (the common dtype), "float" (integers become the
+    default float), "bool" (comparisons).
+    """
+
+    def __init__(self, name, compute, backward=None, saves=(), result="promote", check=None):
+        self.name = name
+        self.compute = compute
+        self.saves = saves
+        self.result = result
+        self.check = check
+        self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
+
+    def dtypes(self, a, b):
+        """(computing dtype, output dtype)."""
+        rt = binary_result_type(a, b)
+        if self.result == "float":
+            rt = float_result(rt)
+            return rt, rt
+        if self.result == "bool":
+            return rt, np.dtype(np.bool_)
+        return rt, rt
+
+    def run(self, a, b, rt):
+        if self.check is not None:
+            self.check(a, b, rt)
+        return quietly(self.compute, as_array(a, rt), as_array(b, rt))
+
+    def __call__(self, input, other, out=None):
+        a = require_operand(input, self.name, "input")
+        b = require_operand(other, self.name, "other")
+        rt, ot = self.dtypes(a, b)
+        data = self.run(a, b, rt)
+        if ot != rt:
+            data = data.astype(ot, copy=False)
+        if out is not None:
+            rec.check_out(out, self.name, a, b)
+            return rec.write_out(out, _as_ndarray(data, ot), self.name)
+        from cextend.tensor import _wrap
+        result = _wrap(_as_ndarray(data, ot))
+        if self.node is not None and rec.needs_grad(a, b):
+            node = rec.record(self.node, (a, b), result)
+            node._saved = self._saved(a, b, result, a)
+        return result
+
+    def _saved(self, a, b, result, original):
+        saves = self.saves
+        if not saves:
+            return ()
+        values = []
+        for what in saves:
+            if what == "self":
+                values.append(rec.save(original))
+            elif what == "other":
+                values.append(rec.save(b))
+            else:
+                values.append(rec.save_output(result))
+        return tuple(values)
+
+    def inplace(self, input, other):
+        a = require_tensor(input, self.name + "_")
+        b = require_operand(other, self.name + "_")
+        rt, ot = self.dtypes(a, b)
+        check_broadcasts_into(a, b)
+        recording = rec.prepare_inplace(a, (b,), ot)
+        node = None
+        if recording and self.node is not None:
+            node = rec.connect(self.node(), (a, b))
+            # Saved before the change: self's old value (a recorded clone, so
+            # its own history stays differentiable) and other at its current
+            # version, which is why y.mul_(y) raises at backward as in torch.
+            before = {"self": rec.save(a.clone()) if "self" in self.saves else None,
+                      "other": rec.save(b)}
+        a._data[...] = self.run(a, b, rt)
+        rec.finish_inplace(a, node)
+        if node is not None:
+            node._saved = tuple(before[w] if w in before else rec.save_output(a) for w in self.saves)
+        return a
+
+
+def check_broadcasts_into(a, b):
+    """An in-place op's operand must broadcast to the tensor's own shape."""
+    shape = a._data.shape
+    other_shape = b._data.shape if is_tensor(b) else ()
+    if other_shape == shape or not other_shape:
+        return
+    try:
+        result = np.broadcast_shapes(shape, other_shape)
+    except ValueError:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(shape), list(other_shape))) from None
+    if result != shape:
+        raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                           % (list(shape), list(result)))
+
+
+def _as_ndarray(data, dtype):
+    """numpy returns 0-d results as numpy scalars; keep them arrays."""
+    if type(data) is np.ndarray or hasattr(data, "to_host"):
+        return data
+    return np.asarray(data, dtype)
+
+
+def _camel(name):
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _zeros_like(t):
+    return t.new_zeros(t.shape)
+
+
+# -- the ops -------------------------------------------------------------
+
+def _add_backward(node, g):
+    return (g if node.needs(0) else None), (g if node.needs(1) else None)
+
+
+def _sub_backward(node, g):
+    return (g if node.needs(0) else None), (-g if node.needs(1) else None)
+
+
+def _mul_backward(node, g, a, b):
+    return (g * b if node.needs(0) else None), (g * a if node.needs(1) else None)
+
+
+def _div_backward(node, g, a, b):
+    grad_a = g / b if node.needs(0) else None
+    grad_b = -g * ((a / b) / b) if node.needs(1) else None
+    return grad_a, grad_b
+
+
+def _remainder_backward(node, g, a, b):
+    return (g if node.needs(0) else None), (-g * div(a, b, rounding_mode="floor") if node.needs(1) else None)
+
+
+def _fmod_backward(node, g, a, b):
+    return (g if node.needs(0) else None), (-g * div(a, b, rounding_mode="trunc") if node.needs(1) else None)
+
+
+def _atan2_backward(node, g, a, b):
+    recip = (a * a + b * b).reciprocal()
+    return (g * b * recip if node.needs(0) else None), (g * -a * recip if node.needs(1) else None)
+
+
+def _maximum_backward(node, g, a, b):
+    half = where(a == b, g / 2, g)
+    return (half.masked_fill(a < b, 0) if node.needs(0) else None,
+            half.masked_fill(a > b, 0) if node.needs(1) else None)
+
+
+def _minimum_backward(node, g, a, b):
+    half = where(a == b, g / 2, g)
+    return (half.masked_fill(a > b, 0) if node.needs(0) else None,
+            half.masked_fill(a < b, 0) if node.needs(1) else None)
+
+
+def _fmax_backward(node, g, a, b):
+    # fmax ignores NaN: the gradient goes to the operand that was chosen.
+    pick_a = (a >= b).logical_or(b.isnan()) if is_tensor(b) else (a >= b)
+    return (g.masked_fill(pick_a.logical_not(), 0) if node.needs(0) else None,
+            g.masked_fill(pick_a, 0) if node.needs(1) else None)
+
+
+def _fmin_backward(node, g, a, b):
+    pick_a = (a <= b).logical_or(b.isnan()) if is_tensor(b) else (a <= b)
+    return (g.masked_fill(pick_a.logical_not(), 0) if node.needs(0) else None,
+            g.masked_fill(pick_a, 0) if node.needs(1) else None)
+
+
+def _no_bool(op_name, message):
+    def check(a, b, rt):
+        if rt.kind == "b":
+            raise RuntimeError(message)
+    return check
+
+
+def _integer_division_check(a, b, rt):
+    if rt.kind in "iub":
+        zero = (b._data == 0).any() if is_tensor(b) else b == 0
+        if zero:
+            raise RuntimeError("ZeroDivisionError")
+
+
+def _pow_check(a, b, rt):
+    if rt.kind in "iu":
+        negative = (b._data < 0).any() if is_tensor(b) else b < 0
+        if negative:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+_ADD = Binary("add", np.add, _add_backward)
+_SUB = Binary("sub", np.subtract, _sub_backward,
+              check=_no_bool("sub", "Subtraction, the `-` operator, with two bool tensors is not "
+                                    "supported. Use the `^` or `logical_xor()` operator instead."))
+_MUL = Binary("mul", np.multiply, _mul_backward, saves=("self", "other"))
+_DIV = Binary("div", np.true_divide, _div_backward, saves=("self", "other"), result="float")
+_REMAINDER = Binary("remainder", np.remainder, _remainder_backward, saves=("self", "other"),
+                    check=_integer_division_check)
+_FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=("self", "other"), check=_integer_division_check)
+_ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=("self", "other"), result="float")
+_MAXIMUM = Binary("maximum", np.maximum, _maximum_backward, saves=("self", "other"))
+_MINIMUM = Binary("minimum", np.minimum, _minimum_backward, saves=("self", "other"))
+_FMAX = Binary("fmax", np.fmax, _fmax_backward, saves=("self", "other"))
+_FMIN = Binary("fmin", np.fmin, _fmin_backward, saves=("self", "other"))
+
+
+def _alpha(input, other, alpha, op):
+    """other * alpha for add/sub's alpha=, checked as torch checks it."""
+    if alpha == 1 and type(alpha) is int:
+        return other
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError("%s(): argument 'alpha' must be a number, not %s" % (op, type(alpha).__name__))
+    other = require_operand(other, op)
+    if isinstance(alpha, float):
+        kinds = [t._data.dtype.kind for t in (input, other) if is_tensor(t)]
+        if all(k in "iub" for k in kinds):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                               "point number.")
+    return other * alpha
+
+
+@register("add", inplace=lambda self, other, alpha=1: _ADD.inplace(self, _alpha(self, other, alpha, "add_")),
+          samples=S.binary(), family="arithmetic", integer_inputs=True)
+def add(input, other, *, alpha=1, out=None):
+    return _ADD(input, _alpha(input, other, alpha, "add"), out)
+
+
+@register("sub", aliases=("subtract",),
+          inplace=lambda self, other, alpha=1: _SUB.inplace(self, _alpha(self, other, alpha, "sub_")),
+          samples=S.binary(), family="arithmetic", integer_inputs=True)
+def sub(input, other, *, alpha=1, out=None):
+    return _SUB(input, _alpha(input, other, alpha, "sub"), out)
+
+
+@register("rsub", method=False, samples=S.binary(), family="arithmetic")
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    return _SUB(require_operand(other, "rsub"), _alpha(other, input, alpha, "rsub"))
+
+
+@register("mul", aliases=("multiply",), inplace=lambda self, other: _MUL.inplace(self, other),
+          samples=S.binary(), family="arithmetic", integer_inputs=True)
+def mul(input, other, *, out=None):
+    return _MUL(input, other, out)
+
+
+_ROUNDING = (None, "trunc", "floor")
+
+
+def _div_rounded(a, b, mode, out=None, inplace=False):
+    """div with rounding_mode: integer results stay integer; no gradient flows."""
+    if mode not in _ROUNDING:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           "found '%s'" % (mode,))
+    op = _FLOOR_DIV if mode == "floor" else _TRUNC_DIV
+    if inplace:
+        return op.inplace(a, b)
+    return op(a, b, out)
+
+
+def _trunc_divide(x, y):
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" or isinstance(y, np.ndarray) and y.dtype.kind in "iu":
+        q = np.floor_divide(x, y)
+        # floor -> trunc: negative non-exact quotients round up by one.
+        fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+        return q + fix
+    return np.trunc(np.true_divide(x, y))
+
+
+def _zero_backward(node, g, *saved):
+    """Piecewise-constant ops (rounding division, comparisons stored in place)."""
+    return (g * 0 if node.needs(0) else None), (g * 0 if node.needs(1) else None)
+
+
+_ZeroGradNode = rec.node_class("ZeroGradBackward", _zero_backward)
+
+
+_FLOOR_DIV = Binary("floor_divide", np.floor_divide, _zero_backward, saves=("self", "other"),
+                    check=_integer_division_check)
+_TRUNC_DIV = Binary("div", _trunc_divide, _zero_backward, saves=("self", "other"),
+                    check=_integer_division_check)
+
+
+@register("div", aliases=("divide", "true_divide"), samples=S.binary(positive_other=True),
+          inplace=lambda self, other, rounding_mode=None: (
+              _DIV.inplace(self, other) if rounding_mode is None
+              else _div_rounded(self, other, rounding_mode, inplace=True)),
+          family="arithmetic")
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None:
+        return _DIV(input, other, out)
+    return _div_rounded(input, other, rounding_mode, out)
+
+
+@register("floor_divide", inplace=lambda self, other: _FLOOR_DIV.inplace(self, other),
+          samples=S.binary(positive_other=True), gradcheck=False, family="arithmetic",
+          integer_inputs=True)
+def floor_divide(input, other, *, out=None):
+    return _FLOOR_DIV(input, other, out)
+
+
+@register("remainder", inplace=lambda self, other: _REMAINDER.inplace(self, other),
+          samples=S.binary(positive_other=True, smooth_mod=True), family="arithmetic",
+          integer_inputs=True)
+def remainder(input, other, *, out=None):
+    return _REMAINDER(input, other, out)
+
+
+@register("fmod", inplace=lambda self, other: _FMOD.inplace(self, other),
+          samples=S.binary(positive_other=True, smooth_mod=True), family="arithmetic",
+          integer_inputs=True)
+def fmod(input, other, *, out=None):
+    return _FMOD(input, other, out)
+
+
+@register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
+          samples=S.binary(), family="arithmetic")
+def atan2(input, other, *, out=None):
+    return _ATAN2(input, other, out)
+
+
+@register("maximum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
+def maximum(input, other, *, out=None):
+    return _MAXIMUM(input, require_tensor(other, "maximum", "other"), out)
+
+
+@register("minimum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
+def minimum(input, other, *, out=None):
+    return _MINIMUM(input, require_tensor(other, "minimum", "other"), out)
+
+
+@register("fmax", samples=S.binary(tensor_other=True), family="arithmetic")
+def fmax(input, other, *, out=None):
+    return _FMAX(input, require_tensor(other, "fmax", "other"), out)
+
+
+@register("fmin", samples=S.binary(tensor_other=True), family="arithmetic")
+def fmin(input, other, *, out=None):
+    return _FMIN(input, require_tensor(other, "fmin", "other"), out)
+
+
+# -- pow ----------------------------------------------------------------
+
+def _log_of_number(x):
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _pow_backward(node, g, a, b, result):
+    grad_a = grad_b = None
+    tensor_a, tensor_b = is_tensor(a), is_tensor(b)
+    if node.needs(0):
+        if tensor_b:
+            grad_a = where(b == 0.0, 0.0, g * (b * a.pow(b - 1)))
+        elif b == 0:
+            grad_a = _zeros_like(a)
+        else:
+            grad_a = g * (b * a.pow(b - 1))
+    if node.needs(1):
+        if tensor_a:
+            a_ = a if a._data.dtype == result._data.dtype else a.to(result.dtype)
+            zero = (a == 0).logical_and(b >= 0)
+            grad_b = g * where(zero, 0.0, result * a_.log())
+        else:
+            log_a = _log_of_number(a)
+            if a == 0:
+                grad_b = g * where(b >= 0, 0.0, result * log_a)
+            else:
+                grad_b = g * (result * log_a)
+    return grad_a, grad_b
+
+
+_POW = Binary("pow", np.power, _pow_backward, saves=("self", "other", "result"), check=_pow_check)
+
+
+@register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),
+          samples=S.pow_samples(), family="arithmetic")
+def power(input, exponent, *, out=None):
+    """input ** exponent; either may be a number (not both)."""
+    if not is_tensor(input):
+        return _POW(require_operand(input, "pow", "self"), require_tensor(exponent, "pow", "exponent"), out)
+    return _POW(input, exponent, out)
+
+
+# -- comparisons and logic (no gradient) ---------------------------------
+
+def _comparison(name, ufunc, aliases=()):
+    op = Binary(name, ufunc, result="bool")
+
+    def compare(input, other, *, out=None):
+        return op(input, other, out)
+    compare.__name__ = name
+    register(name, compare, aliases=aliases, inplace=lambda self, other: _compare_inplace(op, self, other),
+             samples=S.binary(distinct=True), gradcheck=False, family="comparison", integer_inputs=True)
+    return compare
+
+
+def _compare_inplace(op, self, other):
+    """x.lt_(y): the comparison stored back into x's dtype (no gradient)."""
+    b = require_operand(other, op.name + "_")
+    rt = binary_result_type(self, b)
+    check_broadcasts_into(self, b)
+    recording = rec.prepare_inplace(self, (b,))
+    node = rec.connect(_ZeroGradNode(), (self, b)) if recording else None
+    self._data[...] = op.run(self, b, rt)
+    return rec.finish_inplace(self, node)
+
+
+eq = _comparison("eq", np.equal)
+ne = _comparison("ne", np.not_equal, aliases=("not_equal",))
+lt = _comparison("lt", np.less, aliases=("less",))
+le = _comparison("le", np.less_equal, aliases=("less_equal",))
+gt = _comparison("gt", np.greater, aliases=("greater",))
+ge = _comparison("ge", np.greater_equal, aliases=("greater_equal",))
+
+
+def _logical(name, ufunc):
+    op = Binary(name, lambda x, y: ufunc(x, y), result="bool")
+
+    def logical(input, other, *, out=None):
+        return op(input, require_tensor(other, name, "other"), out)
+    logical.__name__ = name
+    register(name, logical, inplace=lambda self, other: _compare_inplace(op, self, other),
+             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison", integer_inputs=True)
+    return logical
+
+
+logical_and = _logical("logical_and", np.logical_and)
+logical_or = _logical("logical_or", np.logical_or)
+logical_xor = _logical("logical_xor", np.logical_xor)
+
+
+def _bitwise_check(name):
+    def check(a, b, rt):
+        if rt.kind == "f":
+            raise RuntimeError("\"%s_cpu\" not implemented for '%s'"
+                               % (name, {"float32": "Float", "float64": "Double"}.get(rt.name, rt.name)))
+    return check
+
+
+def _bitwise(name, ufunc):
+    op = Binary(name, ufunc, check=_bitwise_check(name))
+
+    def bitwise(input, other, *, out=None):
+        return op(input, other, out)
+    bitwise.__name__ = name
+    register(name, bitwise, inplace=lambda self, other: op.inplace(self, other), gradcheck=False,
+             difftest=False, family="comparison")
+    return bitwise
+
+
+bitwise_and = _bitwise("bitwise_and", np.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", np.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor)
+
+
+# -- where and masked_fill (ternary) --------------------------------------
+
+def _where_backward(node, g, condition):
+    return (None,
+            where(condition, g, 0.0) if node.needs(1) else None,
+            where(condition, 0.0, g) if node.needs(2) else None)
+
+
+_WhereNode = rec.node_class("WhereBackward", _where_backward)
+
+
+@register("where", method=False, samples=S.where_samples(), family="arithmetic")
+def where(condition, input=None, other=None, *, out=None):
+    """Elements of input where condition holds, else of other (numbers allowed)."""
+    if input is None and other is None:
+        from cextend._ops.indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    cond = require_tensor(condition, "where", "condition")
+    if cond._data.dtype.kind != "b":
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
+                           "dtype %s" % cond.dtype.name.capitalize())
+    a = require_operand(input, "where", "input")
+    b = require_operand(other, "where", "other")
+    from cextend._promotion import result_type
+    rt = result_type(a, b)
+    data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
+    if out is not None:
+        rec.check_out(out, "where", a, b)
+        return rec.write_out(out, data, "where")
+    from cextend.tensor import _wrap
+    result = _wrap(_as_ndarray(data, rt))
+    if rec.needs_grad(a, b):
+        node = rec.record(_WhereNode, (cond, a, b), result)
+        node._saved = (cond,)
+    return result
+
+
+def _tensor_where(self, condition, other):
+    return where(condition, self, other)
+
+
+method("where", _tensor_where)
+
+
+def _masked_fill_backward(node, g, mask):
+    return (where(mask, 0.0, g) if node.needs(0) else None, None,
+            where(mask, g, 0.0).sum() if node.needs(2) else None)
+
+
+_MaskedFillNode = rec.node_class("MaskedFillBackward", _masked_fill_backward)
+
+
+def _fill_value(value, op):
+    if is_tensor(value):
+        if value._data.ndim != 0:
+            raise RuntimeError("%s only supports a 0-dimensional value tensor, but got tensor with %d "
+                               "dimension(s)." % (op, value._data.ndim))
+        return value
+    return require_operand(value, op, "value")
+
+
+def _check_mask(mask, op):
+    require_tensor(mask, op, "mask")
+    if mask._data.dtype.kind != "b":
+        raise RuntimeError("%s only supports boolean masks, but got mask with dtype %s"
+                           % (op, mask.dtype.name))
+
+
+def _masked_fill_inplace(self, mask, value):
+    _check_mask(mask, "masked_fill_")
+    value = _fill_value(value, "masked_fill_")
+    shape = self._data.shape
+    if np.broadcast_shapes(shape, mask._data.shape) != shape:
+        raise RuntimeError("masked_fill_: mask of shape %s cannot be broadcast to the tensor's shape %s"
+                           % (list(mask._data.shape), list(shape)))
+    recording = rec.prepare_inplace(self, (value,))
+    node = rec.connect(_MaskedFillNode(), (self, mask, value)) if recording else None
+    fill = value._data if is_tensor(value) else value
+    self._data[np.broadcast_to(mask._data, shape)] = fill
+    rec.finish_inplace(self, node)
+    if node is not None:
+        node._saved = (mask,)
+    return self
+
+
+@register("masked_fill", inplace=_masked_fill_inplace, samples=S.masked_fill_samples(),
+          family="indexing")
+def masked_fill(input, mask, value):
+    _check_mask(mask, "masked_fill")
+    value = _fill_value(value, "masked_fill")
+    shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    base = input if input._data.shape == shape else input.expand(shape)
+    return _masked_fill_inplace(base.clone(), mask, value)
+
+
+# -- unary minus and friends ---------------------------------------------
+
+_NegNode = rec.node_class("NegBackward", lambda node, g: -g)
+
+
+def _neg_array(t, op):
+    if t._data.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return np.negative(t._data)
+
+
+@register("neg", aliases=("negative",), samples=S.unary(), family="arithmetic", integer_inputs=True,
+          inplace=lambda self: _unary_inplace(self, _neg_array(self, "neg_"), _NegNode))
+def neg(input, *, out=None):
+    data = _neg_array(require_tensor(input, "neg"), "neg")
+    if out is not None:
+        rec.check_out(out, "neg", input)
+        return rec.write_out(out, data, "neg")
+    from cextend.tensor import _wrap
+    result = _wrap(_as_ndarray(data, input._data.dtype))
+    if rec.needs_grad(input):
+        rec.record(_NegNode, (input,), result)
+    return result
+
+
+def _unary_inplace(self, data, node_cls):
+    recording = rec.prepare_inplace(self)
+    node = rec.connect(node_cls(), (self,)) if recording else None
+    self._data[...] = data
+    return rec.finish_inplace(self, node)
+
+
+def _logical_not(input, *, out=None):
+    data = np.logical_not(require_tensor(input, "logical_not")._data)
+    if out is not None:
+        rec.check_out(out, "logical_not", input)
+        return rec.write_out(out, data, "logical_not")
+    from cextend.tensor import _wrap
+    return _wrap(_as_ndarray(data, np.bool_))
+
+
+register("logical_not", _logical_not, samples=S.unary(), gradcheck=False, family="comparison",
+         integer_inputs=True)
+logical_not = _logical_not
+
+
+def _bitwise_not(input, *, out=None):
+    data = require_tensor(input, "bitwise_not")._data
+    if data.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for '%s'"
+                           % {"float32": "Float", "float64": "Double"}.get(data.dtype.name, data.dtype.name))
+    from cextend.tensor import _wrap
+    return _wrap(_as_ndarray(np.invert(data), data.dtype))
+
+
+register("bitwise_not", _bitwise_not, gradcheck=False, difftest=False, family="comparison")
+
+
+# -- operators --------------------------------------------------------------
+
+def _operator(function, reflected=False):
+    def op(self, other):
+        other = operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return function(other, self) if reflected else function(self, other)
+    return op
+
+
+def _rpow(self, other):
+    other = operand(other)
+    if other is NotImplemented:
+        return NotImplemented
+    return power(other, self)
+
+
+def _rtruediv(self, other):
+    other = operand(other)
+    if other is NotImplemented:
+        return NotImplemented
+    return _DIV(other, self)
+
+
+for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div),
+                         ("floordiv", floor_divide), ("mod", remainder), ("pow", power),
+                         ("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor)):
+    method("__%s__" % _name, _operator(_function))
+for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floor_divide),
+                         ("mod", remainder), ("and", bitwise_and), ("or", bitwise_or),
+                         ("xor", bitwise_xor)):
+    method("__r%s__" % _name, _operator(_function, reflected=True))
+method("__rpow__", _rpow)
+method("__rtruediv__", _rtruediv)
+for _name, _function in (("lt", lt), ("le", le), ("gt", gt), ("ge", ge), ("eq", eq), ("ne", ne)):
+    method("__%s__" % _name, _operator(_function))
+method("__neg__", neg)
+method("__invert__", lambda self: logical_not(self) if self._data.dtype.kind == "b" else _bitwise_not(self))
+method("__pos__", lambda self: self)
+method("__abs__", lambda self: self.abs())
+
+
+def _inplace_operator(name):
+    def op(self, other):
+        other = operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return getattr(self, name)(other)
+    return op
+
+
+for _name, _inplace in (("iadd", "add_"), ("isub", "sub_"), ("imul", "mul_"), ("itruediv", "div_"),
+                        ("ifloordiv", "floor_divide_"), ("imod", "remainder_"), ("ipow", "pow_"),
+                        ("iand", "bitwise_and_"), ("ior", "bitwise_or_"), ("ixor", "bitwise_xor_")):
+    method("__%s__" % _name, _inplace_operator(_inplace))

@@ -1,0 +1,85 @@
+"""Copies and conversions: clone, contiguous, to(dtype / device)."""
+import numpy as np
+
+from cextend import _dtype
+from cextend._device import DeviceArray
+from cextend._ops import _record as rec
+from cextend._ops import samples as S
+from cextend._ops._operands import require_tensor
+from cextend._ops.registry import method, register
+
+_CloneNode = rec.node_class("CloneBackward", lambda node, g: g)
+
+
+def clone(input, *, memory_format=None):
+    x = require_tensor(input, "clone")
+    from cextend.tensor import _wrap
+    out = _wrap(x._data.copy())
+    if rec.needs_grad(x):
+        rec.record(_CloneNode, (x,), out)
+    return out
+
+
+register("clone", clone, samples=S.unary(), family="conversion")
+
+
+def contiguous(self, memory_format=None):
+    data = self._data
+    if type(data) is DeviceArray or data.flags.c_contiguous:
+        return self
+    return clone(self)
+
+
+method("contiguous", contiguous)
+
+
+def _to_copy_backward(node, g):
+    return to_dtype(g, node.in_dtype)
+
+
+_ToCopyNode = rec.node_class("ToCopyBackward", _to_copy_backward)
+
+
+def to_dtype(x, numpy_dtype, copy=False):
+    """x in another dtype (x itself when nothing changes and no copy is asked)."""
+    numpy_dtype = np.dtype(numpy_dtype)
+    if numpy_dtype == x._data.dtype and not copy:
+        return x
+    from cextend.tensor import _wrap
+    out = _wrap(x._data.astype(numpy_dtype))
+    if numpy_dtype.kind == "f" and rec.needs_grad(x):
+        node = rec.record(_ToCopyNode, (x,), out)
+        node.in_dtype = x._data.dtype
+    return out
+
+
+def _to_device_backward(node, g):
+    return to_device(g, node.source)
+
+
+_ToDeviceNode = rec.node_class("ToCopyBackward", _to_device_backward)
+
+
+def to_device(x, target):
+    """A copy on "cuda" or "cpu"; differentiable (the gradient goes back)."""
+    source = "cuda" if type(x._data) is DeviceArray else "cpu"
+    if target == source:
+        return x
+    from cextend.tensor import _wrap
+    data = DeviceArray.from_host(x._data) if target == "cuda" else x._data.to_host()
+    out = _wrap(data)
+    if rec.needs_grad(x):
+        node = rec.record(_ToDeviceNode, (x,), out)
+        node.source = source
+    return out
+
+
+def type_as(self, other):
+    return to_dtype(self, other._data.dtype)
+
+
+method("type_as", type_as)
+for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                   ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool),
+                   ("byte", _dtype.uint8)):
+    method(_name, (lambda numpy_dtype: lambda self: to_dtype(self, numpy_dtype))(_dt.numpy))

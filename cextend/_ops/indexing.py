@@ -1,0 +1,290 @@
+"""Indexing: x[key], x[key] = v, copy_/fill_, gather/scatter, index_*.
+
+Basic keys (ints, slices, None, Ellipsis) give views, so `x[0].fill_(5)`
+changes x, and `x[key] = v` is `x[key].copy_(v)`: an in-place op on a view,
+which rewrites x's history (CopySlices) when v requires grad.  Advanced
+keys (integer or boolean tensors, lists) copy; the index tensors are saved
+with their version, so changing one before backward raises instead of
+routing the gradient to the wrong elements.
+"""
+import numbers
+
+import numpy as np
+
+from cextend._device import DeviceArray
+from cextend._ops import _record as rec
+from cextend._ops._operands import as_array, is_tensor, operand
+from cextend._ops.registry import method
+from cextend._ops.shape import _SelectNode, _SliceNode, _slice_view
+from cextend.autograd.graph import SavedTensor
+
+_BASIC = (int, slice, type(None), type(Ellipsis))
+
+
+def _parts(key):
+    return key if type(key) is tuple else (key,)
+
+
+def _is_basic(parts):
+    for p in parts:
+        if type(p) not in _BASIC and not (isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_))):
+            return False
+    return True
+
+
+def _basic_key(parts, ndim):
+    """A numpy key that returns a view even when every dim is indexed by an int."""
+    parts = tuple(int(p) if isinstance(p, numbers.Integral) and type(p) is not int else p for p in parts)
+    if Ellipsis not in parts:
+        parts = parts + (Ellipsis,)
+    return parts
+
+
+def _index_array(p, what="index"):
+    """An advanced index part as a numpy array (and the Tensor it came from)."""
+    if is_tensor(p):
+        data = p._data
+        if type(data) is DeviceArray:
+            raise TypeError("indexing with a cuda tensor is not supported; move it with .cpu()")
+        if data.dtype.kind not in "iub":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if data.dtype == np.uint8:
+            data = data.astype(bool)
+        return data, p
+    if isinstance(p, (list, tuple)):
+        array = np.asarray(p)
+        if array.dtype.kind not in "iub" and array.size:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return array.astype(np.int64) if array.dtype.kind != "b" and array.size else \
+            (array if array.size else array.astype(np.int64)), None
+    if isinstance(p, np.ndarray):
+        return p, None
+    if isinstance(p, (bool, np.bool_)):
+        return np.asarray(bool(p)), None
+    return p, None
+
+
+def _advanced_key(parts):
+    key = []
+    sources = []
+    for p in parts:
+        array, source = _index_array(p)
+        key.append(array)
+        if source is not None:
+            sources.append(source)
+    return tuple(key), sources
+
+
+def _check_key(x, parts):
+    if type(x._data) is DeviceArray:
+        raise TypeError("indexing is not supported on cuda tensors; move the tensor with .cpu() first")
+    if x._data.ndim == 0:
+        for p in parts:
+            if isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_)) or isinstance(p, slice):
+                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+
+
+def getitem(self, key):
+    parts = _parts(key)
+    _check_key(self, parts)
+    if _is_basic(parts):
+        np_key = _basic_key(parts, self._data.ndim)
+        try:
+            data = self._data[np_key]
+        except IndexError as error:
+            raise IndexError(str(error).replace("axis", "dimension")) from None
+        node = _SelectNode if any(isinstance(p, int) for p in parts) else _SliceNode
+        return _slice_view(self, data, lambda t: t[np_key], node)
+    np_key, sources = _advanced_key(parts)
+    try:
+        data = self._data[np_key]
+    except IndexError as error:
+        raise IndexError(str(error).replace("axis", "dimension")) from None
+    from cextend.tensor import _wrap
+    out = _wrap(np.array(data, copy=True))
+    if rec.needs_grad(self):
+        node = rec.record(_IndexNode, (self,), out)
+        node._saved = tuple(SavedTensor(s) for s in sources)
+        node.key = np_key
+        node.in_shape = self._data.shape
+    return out
+
+
+def _index_backward(node, g, *index_tensors):
+    return index_put_zeros(g, node.key, node.in_shape)
+
+
+_IndexNode = rec.node_class("IndexBackward", _index_backward)
+
+
+def _accumulate_backward(node, gg):
+    return gg[node.key] if len(node.key) != 1 else _take(gg, node.key)
+
+
+def _take(t, key):
+    return getitem(t, key if type(key) is tuple and len(key) > 1 else (key[0] if type(key) is tuple else key))
+
+
+_IndexPutZerosNode = rec.node_class("IndexPutBackward", _accumulate_backward)
+
+
+def index_put_zeros(g, key, shape):
+    """zeros(shape) with g added at key, repeated indices accumulating (the
+    backward of advanced indexing; its own backward is indexing again)."""
+    from cextend.tensor import _wrap
+    out = np.zeros(shape, g._data.dtype)
+    np.add.at(out, key, g._data)
+    result = _wrap(out)
+    if rec.needs_grad(g):
+        node = rec.record(_IndexPutZerosNode, (g,), result)
+        node.key = key
+    return result
+
+
+method("__getitem__", getitem)
+
+
+# -- writing ----------------------------------------------------------------------------
+
+def _copy_backward(node, g):
+    return (g * 0 if node.needs(0) else None), (g if node.needs(1) else None)
+
+
+_CopyNode = rec.node_class("CopyBackwards", _copy_backward)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy src's values into self (broadcast, cast to self's dtype)."""
+    src = operand(src)
+    if not is_tensor(src):
+        raise TypeError("copy_(): argument 'src' must be Tensor, not %s" % type(src).__name__)
+    try:
+        shape = np.broadcast_shapes(src._data.shape, self._data.shape)
+    except ValueError:
+        shape = None
+    if shape != self._data.shape:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(self._data.shape), list(src._data.shape)))
+    recording = rec.prepare_inplace(self, (src,))
+    node = rec.connect(_CopyNode(), (self, src)) if recording else None
+    source = src._data
+    if type(self._data) is DeviceArray or type(source) is DeviceArray:
+        _device_copy(self, source)
+    else:
+        np.copyto(self._data, source, casting="unsafe")
+    return rec.finish_inplace(self, node)
+
+
+def _device_copy(self, source):
+    if type(self._data) is not type(source):
+        from cextend._device import DeviceArray as D
+        source = D.from_host(np.asarray(source)) if type(self._data) is D else source.to_host()
+        if type(self._data) is not D:
+            np.copyto(self._data, source, casting="unsafe")
+            return
+    self._data[...] = source
+
+
+method("copy_", copy_)
+
+
+def _fill_backward(node, g):
+    return (g * 0 if node.needs(0) else None), (g.sum() if node.needs(1) else None)
+
+
+_FillNode = rec.node_class("FillBackward", _fill_backward)
+
+
+def fill_(self, value):
+    value = operand(value)
+    if value is NotImplemented:
+        raise TypeError("fill_(): argument 'value' must be a number or a 0-dim Tensor")
+    if is_tensor(value) and value._data.ndim != 0:
+        raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with %d "
+                           "dimensions." % value._data.ndim)
+    recording = rec.prepare_inplace(self, (value,))
+    node = rec.connect(_FillNode(), (self, value)) if recording else None
+    fill = value._data if is_tensor(value) else value
+    if type(self._data) is DeviceArray:
+        self._data[...] = float(np.asarray(fill)) if not isinstance(fill, DeviceArray) else fill
+    else:
+        self._data[...] = fill
+    return rec.finish_inplace(self, node)
+
+
+method("fill_", fill_)
+method("zero_", lambda self: fill_(self, 0))
+
+
+def setitem(self, key, value):
+    """self[key] = value: a copy into a view for basic keys, index_put_ otherwise."""
+    value = operand(value)
+    if value is NotImplemented:
+        raise TypeError("can't assign a %s to a Tensor" % type(value).__name__)
+    parts = _parts(key)
+    if type(self._data) is DeviceArray and parts in ((Ellipsis,), (slice(None),)):
+        fill_(self, value) if not is_tensor(value) else copy_(self, value)
+        return
+    _check_key(self, parts)
+    if _is_basic(parts):
+        region = getitem(self, key)
+        if is_tensor(value):
+            copy_(region, value)
+        else:
+            fill_(region, value)
+        return
+    np_key, sources = _advanced_key(parts)
+    index_put_(self, np_key, value, sources=sources)
+
+
+method("__setitem__", setitem)
+
+
+def _index_put_backward(node, g, *index_tensors):
+    key = node.key
+    grad_self = grad_value = None
+    if node.needs(0) and node.accumulate:
+        grad_self = g
+    elif node.needs(0):
+        keep = np.ones(g._data.shape, bool)
+        keep[key] = False
+        from cextend.tensor import _wrap
+        grad_self = g * _wrap(keep)
+    if node.needs(1):
+        grad_value = getitem(g, key)
+    return grad_self, grad_value
+
+
+_IndexPutNode = rec.node_class("IndexPutBackward", _index_put_backward)
+
+
+def index_put_(self, indices, values, accumulate=False, sources=None):
+    """self[indices] = values (or += with accumulate), indices a tuple of index tensors."""
+    if sources is None:
+        np_key, sources = _advanced_key(tuple(indices))
+    else:
+        np_key = indices
+    value = operand(values)
+    recording = rec.prepare_inplace(self, (value,))
+    node = rec.connect(_IndexPutNode(), (self, value)) if recording else None
+    raw = as_array(value, self._data.dtype)
+    try:
+        if accumulate:
+            np.add.at(self._data, np_key, raw)
+        else:
+            self._data[np_key] = raw
+    except IndexError as error:
+        raise IndexError(str(error).replace("axis", "dimension")) from None
+    except ValueError as error:
+        raise RuntimeError("shape mismatch: value tensor of shape %s cannot be broadcast to indexing "
+                           "result (%s)" % (list(np.shape(raw)), error)) from None
+    rec.finish_inplace(self, node)
+    if node is not None:
+        node.key = np_key
+        node._saved = tuple(SavedTensor(s) for s in sources)
+        node.accumulate = accumulate
+    return self
+
+
+method("index_put_", index_put_)

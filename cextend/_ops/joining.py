@@ -1,0 +1,114 @@
+"""Joining tensors: cat and stack (with torch's dtype promotion)."""
+import numpy as np
+
+from cextend._promotion import result_type
+from cextend._ops import _record as rec
+from cextend._ops.registry import Sample, register
+
+
+def _tensor_list(tensors, op):
+    from cextend.tensor import Tensor
+    if isinstance(tensors, Tensor):
+        raise TypeError("%s(): argument 'tensors' must be tuple of Tensors, not Tensor" % op)
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("%s(): expected a non-empty list of Tensors" % op)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError("%s(): expected Tensor as element %d in argument 0, but got %s"
+                            % (op, i, type(t).__name__))
+    return tensors
+
+
+def _cat_backward(node, g):
+    grads, start = [], 0
+    for i, size in enumerate(node.sizes):
+        if node.needs(i):
+            grads.append(g.narrow(node.dim, start, size))
+        else:
+            grads.append(None)
+        start += size
+    return tuple(grads)
+
+
+_CatNode = rec.node_class("CatBackward", _cat_backward)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate along an existing dimension (differentiable)."""
+    from cextend.tensor import _dim, _wrap
+    tensors = _tensor_list(tensors, "cat")
+    # torch skips 1-D empty tensors (legacy behaviour) when sizing the result.
+    skipped = [t._data.ndim == 1 and t._data.shape[0] == 0 for t in tensors]
+    parts = [t for t, skip in zip(tensors, skipped) if not skip] or tensors[:1]
+    ref = parts[0]
+    d = _dim(dim, ref._data.ndim)
+    for i, t in enumerate(tensors):
+        if skipped[i] and len(parts) < len(tensors):
+            continue
+        if t._data.ndim != ref._data.ndim:
+            raise RuntimeError("Tensors must have same number of dimensions: got %d and %d"
+                               % (ref._data.ndim, t._data.ndim))
+        for k in range(ref._data.ndim):
+            if k != d and t._data.shape[k] != ref._data.shape[k]:
+                raise RuntimeError("Sizes of tensors must match except in dimension %d. Expected size %d "
+                                   "but got size %d for tensor number %d in the list."
+                                   % (d, ref._data.shape[k], t._data.shape[k], i))
+    rt = result_type(*[t for t in tensors])
+    data = np.concatenate([t._data if t._data.dtype == rt else t._data.astype(rt) for t in parts], axis=d)
+    if out is not None:
+        rec.check_out(out, "cat", *tensors)
+        return rec.write_out(out, data, "cat")
+    result = _wrap(data)
+    if rec.needs_grad(*tensors):
+        node = rec.record(_CatNode, tuple(tensors), result)
+        node.dim = d
+        node.sizes = [0 if skip and len(parts) < len(tensors) else t._data.shape[d]
+                      for t, skip in zip(tensors, skipped)]
+    return result
+
+
+def _stack_backward(node, g):
+    return tuple(g.select(node.dim, i) if node.needs(i) else None for i in range(node.count))
+
+
+_StackNode = rec.node_class("StackBackward", _stack_backward)
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Stack along a new dimension (differentiable)."""
+    from cextend.tensor import _dim, _wrap
+    tensors = _tensor_list(tensors, "stack")
+    for i, t in enumerate(tensors):
+        if t._data.shape != tensors[0]._data.shape:
+            raise RuntimeError("stack expects each tensor to be equal size, but got %s at entry 0 and %s "
+                               "at entry %d" % (list(tensors[0]._data.shape), list(t._data.shape), i))
+    d = _dim(dim, tensors[0]._data.ndim + 1)
+    rt = result_type(*tensors)
+    data = np.stack([t._data if t._data.dtype == rt else t._data.astype(rt) for t in tensors], axis=d)
+    if out is not None:
+        rec.check_out(out, "stack", *tensors)
+        return rec.write_out(out, data, "stack")
+    result = _wrap(data)
+    if rec.needs_grad(*tensors):
+        node = rec.record(_StackNode, tuple(tensors), result)
+        node.dim = d
+        node.count = len(tensors)
+    return result
+
+
+def _cat_call(*tensors, dim=0):
+    return cat(list(tensors), dim)
+
+
+def _stack_call(*tensors, dim=0):
+    return stack(list(tensors), dim)
+
+
+register("cat", cat, method=False, aliases=("concat", "concatenate"), family="joining",
+         call=_cat_call,
+         samples=lambda rng: iter([Sample(rng.standard_normal((3, 2)), rng.standard_normal((3, 4)), dim=1),
+                                   Sample(rng.standard_normal((2, 3)), rng.standard_normal((1, 3)))]))
+register("stack", stack, method=False, family="joining", call=_stack_call,
+         samples=lambda rng: iter([Sample(rng.standard_normal((3, 2)), rng.standard_normal((3, 2))),
+                                   Sample(rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), dim=2)]))

@@ -1,0 +1,451 @@
+"""Elementwise functions of one tensor: math, rounding, activations, clamp.
+
+Each op is one Unary entry: the numpy forward, torch's derivative formula
+(written with Tensor ops, so it differentiates again) and what that
+formula needs saved: the input ("self") or the result ("result").  Ops
+marked float_result compute in floating point: integer and bool inputs
+become the default float, as in torch.
+"""
+import math
+
+import numpy as np
+
+from cextend import _backend
+from cextend._device import DeviceArray
+from cextend._fpe import quietly
+from cextend._promotion import float_result, result_type
+from cextend._ops import _record as rec
+from cextend._ops import samples as S
+from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_value
+from cextend._ops.arithmetic import where
+from cextend._ops.registry import register
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+class Unary:
+    """An elementwise op of one tensor: forward, in-place and out= forms."""
+
+    def __init__(self, name, compute, backward=None, saves=(), float_result=True, integer_ok=True):
+        self.name = name
+        self.compute = compute
+        self.saves = saves
+        self.float_result = float_result
+        self.integer_ok = integer_ok
+        self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
+
+    def dtype(self, x):
+        dt = x._data.dtype
+        if not self.integer_ok and dt.kind != "f":
+            raise RuntimeError("%s: expected a floating point tensor, got %s" % (self.name, dt))
+        return float_result(dt) if self.float_result else dt
+
+    def run(self, x, dt):
+        data = quietly(self.compute, as_array(x, dt))
+        if type(data) is not np.ndarray and not hasattr(data, "to_host"):
+            data = np.asarray(data, dt)
+        elif data.dtype != dt:
+            data = data.astype(dt)
+        return data
+
+    def __call__(self, input, out=None):
+        x = require_tensor(input, self.name)
+        dt = self.dtype(x)
+        data = self.run(x, dt)
+        if out is not None:
+            rec.check_out(out, self.name, x)
+            return rec.write_out(out, data, self.name)
+        from cextend.tensor import _wrap
+        result = _wrap(data)
+        if self.node is not None and rec.needs_grad(x):
+            node = rec.record(self.node, (x,), result)
+            node._saved = tuple(rec.save(x) if s == "self" else rec.save_output(result) for s in self.saves)
+        return result
+
+    def inplace(self, input):
+        x = require_tensor(input, self.name + "_")
+        dt = self.dtype(x)
+        recording = rec.prepare_inplace(x, (), dt)
+        node = original = None
+        if recording and self.node is not None:
+            original = x.clone() if "self" in self.saves else None
+            node = rec.connect(self.node(), (x,))
+        x._data[...] = self.run(x, dt)
+        rec.finish_inplace(x, node)
+        if node is not None:
+            node._saved = tuple(rec.save(original) if s == "self" else rec.save_output(x) for s in self.saves)
+        return x
+
+
+def _camel(name):
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, aliases=(),
+           float_result=True, gradcheck=True, gradgradcheck=True, integer_ok=True, **info):
+    op = Unary(name, compute, backward, saves, float_result, integer_ok)
+
+    def function(input, *, out=None):
+        return op(input, out)
+    function.__name__ = name
+    function.__doc__ = "Elementwise %s (as torch.%s)." % (name, name)
+    register(name, function, aliases=aliases, inplace=(lambda self: op.inplace(self)) if inplace else None,
+             samples=samples or S.unary(), gradcheck=gradcheck and backward is not None,
+             gradgradcheck=gradgradcheck, family="pointwise", **info)
+    return function
+
+
+def _zero(node, g, *saved):
+    return g * 0
+
+
+# -- trigonometric and hyperbolic --------------------------------------------
+sin = _unary("sin", np.sin, lambda n, g, x: g * x.cos(), ("self",))
+cos = _unary("cos", np.cos, lambda n, g, x: g * -x.sin(), ("self",))
+tan = _unary("tan", np.tan, lambda n, g, r: g * (1 + r.pow(2)), ("result",), S.unary(-1.2, 1.2))
+asin = _unary("asin", np.arcsin, lambda n, g, x: g * (-x * x + 1).rsqrt(), ("self",),
+              S.unary(-0.9, 0.9), aliases=("arcsin",))
+acos = _unary("acos", np.arccos, lambda n, g, x: g * -(-x * x + 1).rsqrt(), ("self",),
+              S.unary(-0.9, 0.9), aliases=("arccos",))
+atan = _unary("atan", np.arctan, lambda n, g, x: g / (x * x + 1), ("self",), aliases=("arctan",))
+sinh = _unary("sinh", np.sinh, lambda n, g, x: g * x.cosh(), ("self",))
+cosh = _unary("cosh", np.cosh, lambda n, g, x: g * x.sinh(), ("self",))
+tanh = _unary("tanh", np.tanh, lambda n, g, r: g * (1 - r * r), ("result",))
+asinh = _unary("asinh", np.arcsinh, lambda n, g, x: g * (x.pow(2) + 1).rsqrt(), ("self",),
+               aliases=("arcsinh",))
+acosh = _unary("acosh", np.arccosh, lambda n, g, x: g * (x.pow(2) - 1).rsqrt(), ("self",),
+               S.unary(1.2, 3.0), aliases=("arccosh",))
+atanh = _unary("atanh", np.arctanh, lambda n, g, x: g * (1 / (1 - x.pow(2))), ("self",),
+               S.unary(-0.9, 0.9), aliases=("arctanh",))
+
+# -- exponentials and logarithms ---------------------------------------------
+exp = _unary("exp", np.exp, lambda n, g, r: g * r, ("result",))
+expm1 = _unary("expm1", np.expm1, lambda n, g, r: g * (r + 1), ("result",))
+exp2 = _unary("exp2", np.exp2, lambda n, g, r: g * r * _LN2, ("result",))
+log = _unary("log", np.log, lambda n, g, x: g / x, ("self",), S.unary(0.2, 3.0))
+log1p = _unary("log1p", np.log1p, lambda n, g, x: g / (x + 1), ("self",), S.unary(-0.8, 3.0))
+log2 = _unary("log2", np.log2, lambda n, g, x: g / (x * _LN2), ("self",), S.unary(0.2, 3.0))
+log10 = _unary("log10", np.log10, lambda n, g, x: g / (x * _LN10), ("self",), S.unary(0.2, 3.0))
+sqrt = _unary("sqrt", np.sqrt, lambda n, g, r: g / (2 * r), ("result",), S.unary(0.2, 3.0))
+rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda n, g, r: -0.5 * g * r.pow(3), ("result",),
+               S.unary(0.2, 3.0))
+reciprocal = _unary("reciprocal", np.reciprocal, lambda n, g, r: -g * (r * r), ("result",),
+                    S.unary(0.5, 3.0))
+square = _unary("square", np.square, lambda n, g, x: g * (x * 2), ("self",), float_result=False)
+
+
+def _sigmoid(x):
+    # exp of a non-positive number only: no overflow for large |x|.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+sigmoid = _unary("sigmoid", _sigmoid, lambda n, g, r: g * (1 - r) * r, ("result",))
+
+
+def _sign(x):
+    if x.dtype.kind == "f":
+        return np.where(np.isnan(x), x.dtype.type(0), np.sign(x))     # torch: sign(NaN) is 0
+    if x.dtype.kind == "b":
+        return x.copy()
+    return np.sign(x)
+
+
+sign = _unary("sign", _sign, _zero, (), float_result=False)
+sgn = _unary("sgn", _sign, _zero, (), float_result=False, inplace=True)
+absolute = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
+             aliases=("absolute",), integer_inputs=True)
+
+# -- rounding (piecewise constant: zero gradient) ------------------------------
+floor = _unary("floor", np.floor, _zero, (), float_result=False, gradcheck=False)
+ceil = _unary("ceil", np.ceil, _zero, (), float_result=False, gradcheck=False)
+trunc = _unary("trunc", np.trunc, _zero, (), float_result=False, gradcheck=False, aliases=("fix",))
+frac = _unary("frac", lambda x: x - np.trunc(x), lambda n, g: g, (), float_result=False,
+              integer_ok=False, samples=S.unary(0.1, 0.9))
+
+
+def _round_decimals(x, decimals):
+    if decimals == 0:
+        return np.round(x)
+    scale = 10.0 ** decimals
+    return np.round(x * scale) / scale
+
+
+_ROUND = Unary("round", np.round, _zero, (), float_result=False)
+
+
+def round_(input, *, decimals=0, out=None):
+    """Round half to even (as torch and numpy), optionally to `decimals` places."""
+    if decimals == 0:
+        return _ROUND(input, out)
+    x = require_tensor(input, "round")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("round_cpu not implemented for integer tensors with decimals != 0")
+    return Unary("round", lambda a: _round_decimals(a, decimals), _round_backward_zero, (),
+                 float_result=False)(x, out)
+
+
+def _round_backward_zero(node, g):
+    return g * 0
+
+
+register("round", round_, inplace=lambda self, decimals=0: (
+    _ROUND.inplace(self) if decimals == 0 else self.copy_(round_(self, decimals=decimals))),
+    samples=S.unary(), gradcheck=False, family="pointwise")
+
+
+# -- activations ---------------------------------------------------------------
+
+def _relu_backward(node, g, result):
+    if type(result._data) is DeviceArray:
+        return g * _device_relu_mask(result._data)
+    return g.masked_fill(result <= 0, 0)
+
+
+def _device_relu_mask(result):
+    """1 where relu's output is positive, on the device (a constant)."""
+    from cextend._device import runtime
+    from cextend.tensor import _wrap
+    ones, mask = DeviceArray(result.shape, result.dtype), DeviceArray(result.shape, result.dtype)
+    ones[...] = 1
+    runtime().relu_backward(result, ones, mask)
+    return _wrap(mask)
+
+
+def _relu(x):
+    if type(x) is DeviceArray:
+        from cextend._device import runtime
+        out = DeviceArray(x.shape, x.dtype)
+        runtime().relu(x, out)
+        return out
+    # maximum (not where) so NaN propagates, as torch's relu does.
+    return np.maximum(x, x.dtype.type(0))
+
+
+relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True)
+
+
+def _erf_backward(node, g, x):
+    return g * (2.0 / math.sqrt(math.pi)) * (-(x * x)).exp()
+
+
+def _erfc_backward(node, g, x):
+    return g * (-2.0 / math.sqrt(math.pi)) * (-(x * x)).exp()
+
+
+erf = _unary("erf", lambda x: _backend.special("erf", x), _erf_backward, ("self",))
+erfc = _unary("erfc", lambda x: _backend.special("erfc", x), _erfc_backward, ("self",))
+
+
+def _erfinv_backward(node, g, result):
+    return g * (0.5 * math.sqrt(math.pi)) * (result.pow(2)).exp()
+
+
+erfinv = _unary("erfinv", lambda x: _backend.special("erfinv", x), _erfinv_backward, ("result",),
+                S.unary(-0.9, 0.9))
+
+
+def _lgamma_backward(node, g, x):
+    return g * x.digamma()
+
+
+lgamma = _unary("lgamma", lambda x: _backend.special("lgamma", x), _lgamma_backward, ("self",),
+                S.unary(0.5, 3.0))
+digamma = _unary("digamma", lambda x: _backend.special("digamma", x),
+                 lambda node, g, x: g * polygamma(1, x), ("self",), S.unary(0.5, 3.0),
+                 aliases=("psi",))
+
+
+def _polygamma_backward(node, g, x):
+    return g * polygamma(node.n + 1, x)
+
+
+_PolygammaNode = rec.node_class("PolygammaBackward", _polygamma_backward)
+
+
+def _polygamma_data(n, x, dt):
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError("polygamma(): argument 'n' must be int, not %s" % type(n).__name__)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return _backend.polygamma(n, as_array(x, dt))
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma (n = 0 is digamma)."""
+    x = require_tensor(input, "polygamma")
+    dt = float_result(x._data.dtype)
+    data = _polygamma_data(n, x, dt)
+    if out is not None:
+        rec.check_out(out, "polygamma", x)
+        return rec.write_out(out, data, "polygamma")
+    from cextend.tensor import _wrap
+    result = _wrap(data)
+    if rec.needs_grad(x):
+        node = rec.record(_PolygammaNode, (x,), result)
+        node.n = n
+        node._saved = (rec.save(x),)
+    return result
+
+
+def _polygamma_inplace(self, n):
+    dt = float_result(self._data.dtype)
+    recording = rec.prepare_inplace(self, (), dt)
+    node = original = None
+    if recording:
+        original = self.clone()
+        node = rec.connect(_PolygammaNode(), (self,))
+        node.n = n
+    self._data[...] = _polygamma_data(n, self, dt)
+    rec.finish_inplace(self, node)
+    if node is not None:
+        node._saved = (rec.save(original),)
+    return self
+
+
+def _polygamma_samples(rng):
+    from cextend._ops.registry import Sample
+    for n in (0, 1, 2):
+        yield Sample(n, rng.uniform(0.5, 3.0, (3, 4)))
+
+
+register("polygamma", polygamma, method=False, samples=_polygamma_samples, family="pointwise")
+from cextend._ops.registry import method as _method  # noqa: E402
+_method("polygamma", lambda self, n: polygamma(n, self))
+_method("polygamma_", _polygamma_inplace)
+
+
+# -- clamp -----------------------------------------------------------------------
+
+def _bound(value, name):
+    if value is None or is_tensor(value):
+        return value
+    return scalar_value(value, "clamp", name)
+
+
+def _clamp_backward(node, g, x, low, high):
+    inside = None
+    if low is not None:
+        inside = x >= low
+    if high is not None:
+        inside = (x <= high) if inside is None else inside.logical_and(x <= high)
+    grad_x = where(inside, g, 0.0) if node.needs(0) else None
+    grad_low = grad_high = None
+    if is_tensor(low) and node.needs(1):
+        below = (x < low)
+        if is_tensor(high):
+            below = below.logical_and(low <= high)
+        grad_low = where(below, g, 0.0)
+    if is_tensor(high) and node.needs(2):
+        above = (x > high) if not is_tensor(low) else (x > high).logical_or(low > high)
+        grad_high = where(above, g, 0.0)
+    return grad_x, grad_low, grad_high
+
+
+_ClampNode = rec.node_class("ClampBackward", _clamp_backward)
+
+
+def _clamp_data(x, low, high, dt):
+    """min(max(x, low), high): NaN in x or a bound propagates; low > high gives high."""
+    data = as_array(x, dt)
+    if low is not None:
+        data = quietly(np.maximum, data, as_array(low, dt))
+    if high is not None:
+        data = quietly(np.minimum, data, as_array(high, dt))
+    return data if type(data) is np.ndarray or hasattr(data, "to_host") else np.asarray(data, dt)
+
+
+def _clamp_dtype(x, low, high):
+    return result_type(*(v for v in (x, low, high) if v is not None))
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Elements limited to [min, max]; NaN stays NaN; bounds may be tensors."""
+    x = require_tensor(input, "clamp")
+    low, high = _bound(min, "min"), _bound(max, "max")
+    if low is None and high is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = _clamp_dtype(x, low, high)
+    data = _clamp_data(x, low, high, dt)
+    if out is not None:
+        rec.check_out(out, "clamp", x, low, high)
+        return rec.write_out(out, data, "clamp")
+    from cextend.tensor import _wrap
+    result = _wrap(data)
+    if rec.needs_grad(x, low, high) and dt.kind == "f":
+        node = rec.record(_ClampNode, (x, low, high), result)
+        node._saved = (rec.save(x), rec.save(low), rec.save(high))
+    return result
+
+
+def _clamp_inplace(self, min=None, max=None):
+    low, high = _bound(min, "min"), _bound(max, "max")
+    if low is None and high is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = _clamp_dtype(self, low, high)
+    recording = rec.prepare_inplace(self, (low, high), dt)
+    node = None
+    if recording:
+        original = self.clone()
+        node = rec.connect(_ClampNode(), (self, low, high))
+    self._data[...] = _clamp_data(self, low, high, dt)
+    rec.finish_inplace(self, node)
+    if node is not None:
+        node._saved = (rec.save(original), rec.save(low), rec.save(high))
+    return self
+
+
+register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=None, family="pointwise",
+         integer_inputs=True)
+
+
+def clamp_min(input, min, *, out=None):
+    return clamp(input, min=min, out=out)
+
+
+def clamp_max(input, max, *, out=None):
+    return clamp(input, max=max, out=out)
+
+
+register("clamp_min", clamp_min, inplace=lambda self, min: _clamp_inplace(self, min=min),
+         family="pointwise")
+register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, max=max),
+         family="pointwise")
+
+
+# -- tests of value (no gradient) -------------------------------------------------
+
+def _predicate(name, compute):
+    def predicate(input):
+        x = require_tensor(input, name)
+        from cextend.tensor import _wrap
+        return _wrap(np.asarray(compute(x._data)))
+    predicate.__name__ = name
+    register(name, predicate, samples=S.unary(), gradcheck=False, family="pointwise", integer_inputs=True)
+    return predicate
+
+
+isnan = _predicate("isnan", np.isnan)
+isinf = _predicate("isinf", np.isinf)
+isfinite = _predicate("isfinite", np.isfinite)
+isposinf = _predicate("isposinf", np.isposinf)
+isneginf = _predicate("isneginf", np.isneginf)
+signbit = _predicate("signbit", np.signbit)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    x = require_tensor(input, "nan_to_num")
+    data = np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf) if x._data.dtype.kind == "f" \
+        else x._data.copy()
+    mask = np.isfinite(x._data) if x._data.dtype.kind == "f" else None
+    from cextend.tensor import _wrap
+    result = _wrap(data)
+    if rec.needs_grad(x):
+        node = rec.record(_NanToNumNode, (x,), result)
+        node._saved = (_wrap(mask),)
+    return result if out is None else rec.write_out(out, data, "nan_to_num")
+
+
+_NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, finite: g * finite)
+register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise")

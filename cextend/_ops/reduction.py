@@ -1,0 +1,366 @@
+"""Reductions: sum, mean, max/min (all, along a dim, elementwise), amax,
+argmax, all/any.  Backward spreads the gradient back over the reduced
+dims (expand), which is itself differentiable.  max/min with a dim return
+torch's named tuples (.values, .indices)."""
+import collections
+
+import numpy as np
+
+from cextend import _dtype
+from cextend._fpe import quietly
+from cextend._device import DeviceArray, empty_like
+from cextend._ops import _record as rec
+from cextend._ops import samples as S
+from cextend._ops._operands import is_tensor, require_tensor
+from cextend._ops.arithmetic import maximum, minimum, where
+from cextend._ops.registry import register
+from cextend.autograd.grad_mode import is_grad_enabled
+
+
+
+def _named(name, fields=("values", "indices")):
+    cls = collections.namedtuple(name, fields)
+    cls.__module__ = "cextend.return_types"
+    return cls
+
+
+return_types = {name: _named(name) for name in ("max", "min", "sort", "topk", "kthvalue", "median",
+                                                 "mode", "cummax", "cummin", "aminmax")}
+return_types["aminmax"] = _named("aminmax", ("min", "max"))
+
+
+def reduce_dims(x, dim, op="sum"):
+    """Reduced dims as a sorted tuple: None and () mean all (torch 2.x)."""
+    n = x._data.ndim
+    if dim is None:
+        return tuple(range(n))
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if not dims:
+        return tuple(range(n))
+    from cextend.tensor import _dim
+    normalized = [_dim(d, n) for d in dims]
+    if len(set(normalized)) != len(normalized):
+        repeated = next(d for d in normalized if normalized.count(d) > 1)
+        raise RuntimeError("dim %d appears multiple times in the list of dims" % repeated)
+    return tuple(sorted(normalized))
+
+
+def _keepdim_shape(shape, dims):
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def spread(g, in_shape, dims, keepdim):
+    """g broadcast back over the reduced dims, differentiably when a graph is
+    being recorded; else filled into a fresh contiguous array (cheaper, and
+    what the C kernels downstream like)."""
+    keep = _keepdim_shape(in_shape, dims)
+    if not keepdim and g._data.shape != keep:
+        g = g.reshape(keep)
+    if is_grad_enabled() and g.requires_grad:
+        return g.expand(in_shape)
+    from cextend.tensor import _wrap
+    out = empty_like(in_shape, g._data.dtype, like=g._data)
+    out[...] = g._data.reshape(keep) if g._data.shape != keep else g._data
+    return _wrap(out)
+
+
+# -- sum and mean -------------------------------------------------------------------------
+
+def _sum_backward(node, g):
+    return spread(g, node.in_shape, node.dims, node.keepdim)
+
+
+def _mean_backward(node, g):
+    return spread(g, node.in_shape, node.dims, node.keepdim) / node.count
+
+
+_SumNode = rec.node_class("SumBackward", _sum_backward)
+_MeanNode = rec.node_class("MeanBackward", _mean_backward)
+
+
+def _reduction_dtype(x, dtype, op):
+    if dtype is not None:
+        return _dtype.as_dtype(dtype).numpy
+    kind = x._data.dtype.kind
+    return np.dtype(np.int64) if kind in "iub" else x._data.dtype
+
+
+def _record_reduce(node_cls, x, out, dims, keepdim, **attrs):
+    if rec.needs_grad(x):
+        node = rec.record(node_cls, (x,), out)
+        node.in_shape = x._data.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        for k, v in attrs.items():
+            setattr(node, k, v)
+    return out
+
+
+def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    x = require_tensor(input, "sum")
+    dims = reduce_dims(x, dim)
+    rt = _reduction_dtype(x, dtype, "sum")
+    data = x._data if x._data.dtype == rt else x._data.astype(rt)
+    result = data.sum(axis=dims, keepdims=keepdim)
+    result = _array(result, rt)
+    if out is not None:
+        rec.check_out(out, "sum", x)
+        return rec.write_out(out, result, "sum")
+    from cextend.tensor import _wrap
+    return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
+
+
+def _array(value, dtype):
+    if type(value) is np.ndarray or type(value) is DeviceArray:
+        return value
+    return np.asarray(value, dtype)
+
+
+def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    x = require_tensor(input, "mean")
+    rt = _dtype.as_dtype(dtype).numpy if dtype is not None else x._data.dtype
+    if rt.kind != "f":
+        raise RuntimeError("mean(): could not infer output dtype. %s dtype must be either a floating "
+                           "point or complex dtype. Got: %s" % (
+                               "Optional" if dtype is not None else "Input", _torch_name(rt)))
+    dims = reduce_dims(x, dim)
+    data = x._data if x._data.dtype == rt else x._data.astype(rt)
+    result = _array(quietly(lambda: data.mean(axis=dims, keepdims=keepdim)), rt)
+    if out is not None:
+        rec.check_out(out, "mean", x)
+        return rec.write_out(out, result, "mean")
+    count = 1
+    for d in dims:
+        count *= x._data.shape[d]
+    from cextend.tensor import _wrap
+    return _record_reduce(_MeanNode, x, _wrap(result), dims, keepdim, count=count)
+
+
+def _torch_name(dt):
+    from cextend._promotion import _torch_name as name
+    return name(dt)
+
+
+register("sum", reduce_sum, samples=S.reduction(), family="reduction", integer_inputs=True)
+register("mean", reduce_mean, samples=S.reduction(), family="reduction")
+
+
+# -- max / min ------------------------------------------------------------------------------
+
+def _evenly_backward(node, g, x, result):
+    """Gradient of max()/min()/amax() shared evenly among the extremes (NaN wins)."""
+    keep = _keepdim_shape(node.in_shape, node.dims)
+    r = result if node.keepdim else result.reshape(keep)
+    if np.isnan(result._data).any():
+        mask = x.isnan().logical_and(r.isnan()).logical_or(x == r)
+    else:
+        mask = x == r
+    count = mask.sum(node.dims, keepdim=True)
+    gg = g if node.keepdim else g.reshape(keep)
+    return where(mask, gg / count, 0.0)
+
+
+_MaxAllNode = rec.node_class("MaxBackward", _evenly_backward)
+_MinAllNode = rec.node_class("MinBackward", _evenly_backward)
+_AmaxNode = rec.node_class("AmaxBackward", _evenly_backward)
+_AminNode = rec.node_class("AminBackward", _evenly_backward)
+
+
+def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
+    data = x._data
+    all_dims = tuple(range(data.ndim)) if dims is None else dims
+    if data.size == 0 and (dims is None or any(data.shape[d] == 0 for d in all_dims)):
+        if dims is None:
+            raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument." % name)
+        raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (name, all_dims[0]))
+    if type(data) is DeviceArray:
+        from cextend._device import _unsupported
+        raise _unsupported(name)
+    reducer = np.max if is_max else np.min
+    result = np.asarray(reducer(data, axis=all_dims, keepdims=keepdim))
+    from cextend.tensor import _wrap
+    out = _wrap(result)
+    if rec.needs_grad(x):
+        node = rec.record(node_cls, (x,), out)
+        node.in_shape = data.shape
+        node.dims = all_dims
+        node.keepdim = keepdim
+        node._saved = (rec.save(x), rec.save_output(out))
+    return out
+
+
+def _dim_backward(node, grads, indices):
+    g = grads[0]
+    if g is None:
+        return None
+    return index_scatter(g, indices, node.dim, node.in_shape, node.keepdim)
+
+
+_MaxDimNode = rec.node_class("MaxBackward", _dim_backward, multi_output=True)
+_MinDimNode = rec.node_class("MinBackward", _dim_backward, multi_output=True)
+
+
+def _extreme_dim(x, dim, keepdim, is_max, name):
+    from cextend.tensor import _dim, _wrap
+    data = x._data
+    d = _dim(dim, data.ndim)
+    if data.ndim and data.shape[d] == 0:
+        raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (name, d))
+    if data.ndim == 0:
+        values, indices = data.copy(), np.zeros((), np.int64)
+    else:
+        arg = (np.argmax if is_max else np.argmin)(data, axis=d, keepdims=True)
+        values = np.take_along_axis(data, arg, axis=d)
+        indices = arg.astype(np.int64)
+        if not keepdim:
+            values, indices = np.squeeze(values, d), np.squeeze(indices, d)
+    values, indices = _wrap(np.asarray(values)), _wrap(np.asarray(indices))
+    if rec.needs_grad(x):
+        node = rec.record(_MaxDimNode if is_max else _MinDimNode, (x,), (values, None))
+        node.dim, node.keepdim, node.in_shape = (d if data.ndim else 0), keepdim, data.shape
+        node._saved = (indices,)
+    return return_types[name](values, indices)
+
+
+def _max_or_min(is_max, name):
+    binary = maximum if is_max else minimum
+    node_cls = _MaxAllNode if is_max else _MinAllNode
+
+    def extreme(input, dim=None, keepdim=False, *, out=None):
+        x = require_tensor(input, name)
+        if is_tensor(dim):
+            return binary(x, dim, out=out)
+        if dim is None:
+            if keepdim:
+                raise TypeError("%s() received an invalid combination of arguments: keepdim without dim"
+                                % name)
+            return _extreme_all(x, is_max, name, node_cls)
+        return _extreme_dim(x, dim, keepdim, is_max, name)
+    extreme.__name__ = name
+    return extreme
+
+
+reduce_max = _max_or_min(True, "max")
+reduce_min = _max_or_min(False, "min")
+register("max", reduce_max, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
+register("min", reduce_min, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
+
+
+def _amax_or_amin(is_max, name):
+    node_cls = _AmaxNode if is_max else _AminNode
+
+    def extreme(input, dim=(), keepdim=False, *, out=None):
+        x = require_tensor(input, name)
+        dims = reduce_dims(x, dim)
+        result = _extreme_all(x, is_max, name, node_cls, dims, keepdim)
+        return result if out is None else rec.write_out(out, result._data, name)
+    extreme.__name__ = name
+    return extreme
+
+
+amax = _amax_or_amin(True, "amax")
+amin = _amax_or_amin(False, "amin")
+register("amax", amax, samples=S.reduction(), family="reduction", integer_inputs=True)
+register("amin", amin, samples=S.reduction(), family="reduction", integer_inputs=True)
+
+
+def _arg(is_max, name):
+    def arg(input, dim=None, keepdim=False):
+        x = require_tensor(input, name)
+        data = x._data
+        from cextend.tensor import _dim, _wrap
+        if dim is None:
+            if data.size == 0:
+                raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0."
+                                   % name)
+            flat = (np.argmax if is_max else np.argmin)(data)
+            result = np.asarray(flat, np.int64)
+            if keepdim:
+                result = result.reshape((1,) * data.ndim)
+            return _wrap(result)
+        d = _dim(dim, data.ndim)
+        if data.ndim == 0:
+            return _wrap(np.zeros((), np.int64))
+        if data.shape[d] == 0:
+            raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (name, d))
+        return _wrap((np.argmax if is_max else np.argmin)(data, axis=d, keepdims=keepdim).astype(np.int64))
+    arg.__name__ = name
+    return arg
+
+
+argmax = _arg(True, "argmax")
+argmin = _arg(False, "argmin")
+register("argmax", argmax, samples=S.reduction(multi_dim=False), gradcheck=False, family="reduction",
+         integer_inputs=True)
+register("argmin", argmin, samples=S.reduction(multi_dim=False), gradcheck=False, family="reduction",
+         integer_inputs=True)
+
+
+def _logical_reduction(ufunc_reduce, name):
+    def reduce(input, dim=None, keepdim=False, *, out=None):
+        x = require_tensor(input, name)
+        dims = reduce_dims(x, dim)
+        from cextend.tensor import _wrap
+        result = np.asarray(ufunc_reduce(x._data.astype(bool, copy=False), axis=dims, keepdims=keepdim))
+        if x._data.dtype == np.uint8:
+            result = result.astype(np.uint8)
+        return _wrap(result) if out is None else rec.write_out(out, result, name)
+    reduce.__name__ = name
+    register(name, reduce, samples=S.reduction(), gradcheck=False, family="reduction", integer_inputs=True)
+    return reduce
+
+
+reduce_all = _logical_reduction(np.all, "all")
+reduce_any = _logical_reduction(np.any, "any")
+
+
+# -- the scatter that max(dim)'s backward uses --------------------------------------------
+
+def _scatter_back(node, gg):
+    return _gather_op(gg, node.indices, node.dim, node.keepdim)
+
+
+_IndexScatterNode = rec.node_class("ValueSelectingReductionBackward", _scatter_back)
+
+
+def index_scatter(g, indices, dim, shape, keepdim):
+    """zeros(shape) with g put at `indices` along dim (one index per slot)."""
+    from cextend.tensor import _wrap
+    idx = indices._data if is_tensor(indices) else indices
+    out = np.zeros(shape, g._data.dtype)
+    if len(shape) == 0:
+        out[...] = g._data
+    else:
+        full = idx if keepdim else np.expand_dims(idx, dim)
+        values = g._data if keepdim else np.expand_dims(g._data, dim)
+        np.put_along_axis(out, full, values, axis=dim)
+    result = _wrap(out)
+    if rec.needs_grad(g):
+        node = rec.record(_IndexScatterNode, (g,), result)
+        node.indices, node.dim, node.keepdim = idx, dim, keepdim
+    return result
+
+
+def _gather_back_to_scatter(node, g):
+    return index_scatter(g, node.indices, node.dim, node.in_shape, node.keepdim)
+
+
+_GatherAlongNode = rec.node_class("GatherBackward", _gather_back_to_scatter)
+
+
+def _gather_op(t, indices, dim, keepdim):
+    from cextend.tensor import _wrap
+    data = t._data
+    if data.ndim == 0:
+        result = data.copy()
+    else:
+        full = indices if keepdim else np.expand_dims(indices, dim)
+        result = np.take_along_axis(data, full, axis=dim)
+        if not keepdim:
+            result = np.squeeze(result, dim)
+    out = _wrap(np.asarray(result))
+    if rec.needs_grad(t):
+        node = rec.record(_GatherAlongNode, (t,), out)
+        node.indices, node.dim, node.keepdim, node.in_shape = indices, dim, keepdim, data.shape
+    return out
