@@ -184,3 +184,5 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     return _BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)
+
+from cextend.nn import _op_entries  # noqa: E402,F401  (the op table's entries for the ops above)
