@@ -216,7 +216,7 @@ def th(tmp_path_factory):
     (work / "th_all.c").write_text(SOURCE)
     (work / "build.py").write_text(
         "from cextend.utils.ffi import create_extension\n"
-        "ffi = create_extension('_ext.th_all', headers=['th_all.h'], sources=['th_all.c'],\n"
+        "ffi = create_extension('_th_shim_ext.th_all', headers=['th_all.h'], sources=['th_all.c'],\n"
         "                       relative_to=__file__, verbose=False)\n"
         "ffi.build()\n")
     result = subprocess.run([sys.executable, "build.py"], cwd=work, capture_output=True, text=True,
@@ -224,11 +224,11 @@ def th(tmp_path_factory):
     assert result.returncode == 0, result.stderr[-3000:]
     sys.path.insert(0, str(work))
     try:
-        from _ext import th_all
+        from _th_shim_ext import th_all
         yield th_all
     finally:
         sys.path.remove(str(work))
-        for key in [k for k in sys.modules if k.startswith("_ext")]:
+        for key in [k for k in sys.modules if k.startswith("_th_shim_ext")]:
             del sys.modules[key]
 
 

@@ -4,7 +4,7 @@ and sliced layouts) and the differential tester against torch cover them.
 
 They are torch.nn.functional's, so the entries attach nothing to Tensor or
 the cextend namespace (method=False, module=False): tests call them
-through `call`, by torch.nn.functional's names.
+through `call(lib, ...)` as lib.nn.functional.NAME, with lib cextend or torch.
 """
 import numpy as np
 
@@ -55,9 +55,17 @@ def _batch_norm_samples(rng):
                  training=False, note="running statistics")
 
 
+def _functional(name):
+    """How the tests call the op in either library (cextend or torch)."""
+    def call(lib, *args, **kwargs):
+        return getattr(lib.nn.functional, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
 for _name, _samples in [("conv2d", _conv2d_samples), ("conv1d", _conv1d_samples),
                         ("conv_transpose2d", _conv_transpose2d_samples), ("max_pool2d", _max_pool2d_samples),
                         ("avg_pool2d", _avg_pool2d_samples), ("adaptive_avg_pool2d", _adaptive_avg_pool2d_samples),
                         ("batch_norm", _batch_norm_samples)]:
-    register(_name, getattr(F, _name), method=False, module=False, call=getattr(F, _name), samples=_samples,
+    register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
              family="nn")

@@ -214,7 +214,7 @@ class ThArgument:
     def sync_back(self):
         """Make the Tensor what C made of the struct (see the module docstring)."""
         from cextend.tensor import Tensor
-        ffi, t = self.state.ffi, self.struct
+        t = self.struct
         ndim = t.nDimension
         shape = tuple(t.size[d] for d in range(ndim))
         strides = tuple(t.stride[d] for d in range(ndim))
