@@ -131,3 +131,10 @@ def test_a_small_cnn_end_to_end():
         return F.adaptive_avg_pool2d(F.conv2d(h, w2), 1)
 
     both_checks(net, (x, w1, w2, bn_w, bn_b))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv2d_padding_modes(mode):
+    rng = np.random.default_rng(11)
+    conv = cx.nn.Conv2d(2, 2, 3, padding=(2, 1), padding_mode=mode).double()
+    both_checks(lambda x: conv(x), (leaf(rng, 2, 2, 4, 5, layout="channel_sliced"),))

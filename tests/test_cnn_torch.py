@@ -347,3 +347,36 @@ def test_a_small_cnn_trains_like_torch():
                 p -= 0.1 * p.grad
                 pt -= 0.1 * pt.grad
                 p.grad, pt.grad = None, None
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("name,args,kwargs", [("Conv2d", (2, 3, 3), dict(padding=1)),
+                                              ("Conv2d", (2, 3, (2, 3)), dict(padding=(2, 1), stride=(1, 2))),
+                                              ("Conv2d", (2, 4, 4), dict(padding="same", dilation=(1, 2))),
+                                              ("Conv1d", (2, 3, 4), dict(padding=3))])
+def test_padding_modes(name, args, kwargs, mode):
+    theirs = getattr(torch.nn, name)(*args, padding_mode=mode, **kwargs).double()
+    ours = getattr(nn, name)(*args, padding_mode=mode, **kwargs).double()
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    assert repr(ours) == repr(theirs)
+    shape = (2, 2, 5, 6) if name == "Conv2d" else (2, 2, 7)
+    x = np.random.default_rng(11).standard_normal(shape)
+    xo, xt = cx.from_numpy(x.copy()).requires_grad_(), torch.from_numpy(x.copy()).requires_grad_()
+    y, yt = ours(xo), theirs(xt)
+    _close(y, yt, np.float64)
+    g = np.random.default_rng(12).standard_normal(tuple(y.shape))
+    y.backward(cx.from_numpy(g))
+    yt.backward(torch.from_numpy(g))
+    _close(xo.grad, xt.grad, np.float64)
+    _close(ours.weight.grad, theirs.weight.grad, np.float64)
+
+
+def test_padding_mode_errors_match_torch():
+    with pytest.raises(ValueError, match="Padding size should be less than"):
+        nn.Conv2d(1, 1, 3, padding=5, padding_mode="reflect")(cx.zeros(1, 1, 4, 4))
+    with pytest.raises(RuntimeError):
+        torch.nn.Conv2d(1, 1, 3, padding=5, padding_mode="reflect")(torch.zeros(1, 1, 4, 4))
+    with pytest.raises(ValueError, match='Only "zeros" padding mode'):
+        nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
+    with pytest.raises(ValueError):
+        torch.nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")

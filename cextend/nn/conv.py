@@ -1,7 +1,8 @@
 """Convolution layers: Conv1d, Conv2d and ConvTranspose2d on the C kernels.
 
 Torch's constructor arguments, defaults, attributes (tuples for sizes),
-checks, repr and initialisation: weight ~ kaiming_uniform_(a=sqrt(5)),
+checks, repr, padding modes (reflect, replicate and circular pad the input
+explicitly, as torch does) and initialisation: weight ~ kaiming_uniform_(a=sqrt(5)),
 i.e. uniform in +-1/sqrt(fan_in), and bias uniform in the same bound, with
 fan_in = weight.size(1) * kernel elements.  A torch state_dict's numpy
 values load as they are and give torch's outputs.
@@ -11,6 +12,7 @@ import math
 from cextend import _factories
 from cextend._nn_shapes import pair, single
 from cextend.autograd.grad_mode import no_grad
+from cextend.functions.padding import PadFunction
 from cextend.nn import functional as F
 from cextend.nn.module import Module
 from cextend.nn.parameter import Parameter
@@ -42,9 +44,6 @@ class _ConvNd(Module):
         if padding_mode not in _PADDING_MODES:
             raise ValueError("padding_mode must be one of %s, but got padding_mode='%s'"
                              % (list(_PADDING_MODES), padding_mode))
-        if padding_mode != "zeros":
-            raise NotImplementedError("padding_mode=%r is not supported by cextend (only 'zeros'); pad the "
-                                      "input yourself and use padding=0" % padding_mode)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
         self.transposed, self.output_padding = transposed, output_padding
@@ -57,6 +56,25 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+
+    def _padded(self, input):
+        """(input, padding for the convolution): torch pads explicitly for a
+        padding_mode other than 'zeros' (reflect, replicate, circular)."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        pads = []               # torch's _reversed_padding_repeated_twice, last dim first
+        for d in reversed(range(len(self.kernel_size))):
+            if self.padding == "valid":
+                before = after = 0
+            elif self.padding == "same":
+                total = self.dilation[d] * (self.kernel_size[d] - 1)
+                before, after = total // 2, total - total // 2
+            else:
+                before = after = self.padding[d]
+            pads += [before, after]
+        pads += [0] * (4 - len(pads))
+        zeros = (0,) * len(self.kernel_size)
+        return PadFunction.apply(input, tuple(pads), self.padding_mode), zeros
 
     def reset_parameters(self):
         """torch's: kaiming_uniform_(weight, a=sqrt(5)) is uniform in
@@ -98,7 +116,8 @@ class Conv1d(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        input, padding = self._padded(input)
+        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
@@ -112,7 +131,8 @@ class Conv2d(_ConvNd):
                          device, dtype)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        input, padding = self._padded(input)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
