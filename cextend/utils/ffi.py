@@ -272,3 +272,9 @@ def _to_pointer(ffi, plan, value, i, name):
     if not const and isinstance(value, Tensor):
         value._bump_version()
     return array, ffi.from_buffer(cname + " *", array)
+
+
+# The JIT path (load_inline / load): built on the wrappers above, cached by content.
+from cextend.utils.jit import load, load_inline  # noqa: E402,F401
+from cextend.utils._jit_compile import ExtensionBuildError  # noqa: E402,F401
+from cextend.utils._cdef import HeaderError  # noqa: E402,F401
