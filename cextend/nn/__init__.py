@@ -7,3 +7,11 @@ from cextend.nn.parameter import Parameter
 
 __all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Sequential",
            "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional"]
+
+# CNN layers (cextend/nn/{conv,pooling,batchnorm}.py).
+from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402
+from cextend.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: E402
+from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+            "BatchNorm1d", "BatchNorm2d"]
