@@ -491,3 +491,9 @@ def test_warnings_from_numpy_do_not_leak_out_of_ops():
         warnings.simplefilter("error")
         (x / 0).log()
         x.log()
+
+
+def test_tensor_from_python_floats_with_float64_keeps_full_precision():
+    value = 0.9186588104776062
+    assert cx.tensor([value], dtype=cx.float64).item() == value
+    assert cx.tensor(value, dtype=cx.double).item() == value
