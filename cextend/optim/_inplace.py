@@ -1,0 +1,109 @@
+"""In-place array updates with the arithmetic of torch's CPU kernels.
+
+Each optimizer step is written as the sequence of in-place tensor ops that
+torch's single-tensor implementation performs; these helpers are those
+ops on the arrays behind the tensors, with the same order of operations
+inside each element:
+
+    add_(a, b, alpha)          a + alpha * b
+    addcmul_(a, t1, t2, v)     a + (v * t1) * t2
+    addcdiv_(a, t1, t2, v)     a + (v * t1) / t2
+    lerp_(a, end, w)           a + w * (end - a)          if |w| < 0.5
+                               end - (end - a) * (1 - w)  otherwise
+
+Scalars are Python floats, so numpy casts them to the array's dtype first,
+as torch's kernels do (a float32 step computes in float32).  torch's
+vectorised loops fuse some multiply-adds (FMA); numpy does not, so single
+elements may differ from torch's in the last bit.
+
+Written with Python operators (not ufunc `out=`), so the same code runs on
+device arrays for the operations they provide.
+"""
+import numpy as np
+
+from cextend.tensor import _wrap
+
+
+def mul_(a, scalar):
+    a *= scalar
+    return a
+
+
+def add(a, b, alpha=1.0):
+    """torch.add(a, b, alpha=alpha): a new array."""
+    return a + b if alpha == 1 else a + float(alpha) * b
+
+
+def add_(a, b, alpha=1.0):
+    if alpha == 1:
+        a += b
+    else:
+        a += float(alpha) * b
+    return a
+
+
+def addcmul_(a, t1, t2, value=1.0):
+    a += (float(value) * t1) * t2 if value != 1 else t1 * t2
+    return a
+
+
+def addcdiv_(a, t1, t2, value=1.0):
+    a += (float(value) * t1) / t2 if value != 1 else t1 / t2
+    return a
+
+
+def lerp_(a, end, weight):
+    w = a.dtype.type(weight)
+    if abs(w) < 0.5:
+        a += w * (end - a)
+    else:
+        a[...] = end - (end - a) * (a.dtype.type(1) - w)
+    return a
+
+
+def maximum_(a, b):
+    """torch.maximum(a, b, out=a): NaN propagates."""
+    np.maximum(a, b, out=a)
+    return a
+
+
+def sqrt(a):
+    return np.sqrt(a)
+
+
+def zeros_like(array):
+    """A Tensor of zeros with the array's shape, dtype and device."""
+    return _wrap(np.zeros_like(array))
+
+
+def full_like(array, value):
+    out = np.zeros_like(array)
+    out[...] = value
+    return _wrap(out)
+
+
+def step_tensor(value=0.0):
+    """The 0-d float32 `step` counter torch keeps in optimizer state."""
+    return _wrap(np.array(value, dtype=np.float32))
+
+
+def increment(step):
+    """step_t += 1 on the counter tensor; returns the new value as a float."""
+    step._data += 1
+    step._bump_version()
+    return float(step._data)
+
+
+def bump(*tensors):
+    """Record that these tensors changed in place (their version counters)."""
+    for t in tensors:
+        if t is not None:
+            t._bump_version()
+
+
+def scalar(value):
+    """A hyperparameter as a Python number (1-element tensors allowed, as torch's lr)."""
+    from cextend.tensor import Tensor
+    if isinstance(value, Tensor):
+        return value.item()
+    return value
