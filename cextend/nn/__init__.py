@@ -7,3 +7,6 @@ from cextend.nn.parameter import Parameter
 
 __all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Sequential",
            "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional"]
+from cextend.nn import init, utils  # noqa: E402
+
+__all__ += ["init", "utils"]
