@@ -10,3 +10,6 @@ __all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity
 from cextend.nn import init, utils  # noqa: E402
 
 __all__ += ["init", "utils"]
+from cextend.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
+
+__all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
