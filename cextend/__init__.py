@@ -6,11 +6,13 @@ C kernels (src/) -> one cffi door (cextend._backend) -> numpy-level ops
 
     import cextend as torch        # the seed note's listings run unchanged
 """
+from cextend import _dtype  # noqa: E402
 from cextend._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int32,
                             int64, long, uint8)
 from cextend._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,
-                                full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
-                                randn_like, range, tensor, zeros, zeros_like)
+                                full_like, linspace, logspace, normal, ones, ones_like, rand, rand_like,
+                                randint, randint_like, randn, randn_like, randperm, range, tensor, zeros,
+                                zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -31,10 +33,25 @@ from cextend import _ops  # noqa: E402
 
 _ops.install(globals())
 from cextend._ops.reduction import return_types  # noqa: E402,F401
-from cextend._promotion import can_cast, promote_types, result_type as _result_type  # noqa: E402
+from cextend import _legacy  # noqa: E402
+from cextend._legacy import get_default_dtype, set_default_dtype  # noqa: E402,F401
+
+Tensor.type = _legacy.tensor_type
+globals().update(_legacy.TYPES)     # FloatTensor, DoubleTensor, LongTensor, IntTensor, ByteTensor, ...
+from cextend import _promotion  # noqa: E402
 
 
 def result_type(tensor1, tensor2):
     """torch.result_type: the dtype an elementwise op on these operands produces."""
-    from cextend import _dtype as dtypes
-    return dtypes.from_numpy(_result_type(tensor1, tensor2))
+    return _dtype.from_numpy(_promotion.result_type(tensor1, tensor2))
+
+
+def promote_types(type1, type2):
+    """torch.promote_types: the smallest dtype both promote to."""
+    return _dtype.from_numpy(_promotion.promote_types(_dtype.as_dtype(type1).numpy,
+                                                      _dtype.as_dtype(type2).numpy))
+
+
+def can_cast(from_, to):
+    """torch.can_cast: whether an in-place op may store from_ results in a `to` tensor."""
+    return _promotion.can_cast(_dtype.as_dtype(from_).numpy, _dtype.as_dtype(to).numpy)

@@ -260,6 +260,19 @@ def special(name, x):
     return out
 
 
+_POLYGAMMA = {_F32: lib.cextend_polygamma_f32, _F64: lib.cextend_polygamma_f64}
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma of a float32/float64 array (a new array)."""
+    if x.dtype not in _POLYGAMMA:
+        raise TypeError("polygamma: expected float32 or float64, got %s" % x.dtype)
+    source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
+    out = np.empty(source.shape, source.dtype)
+    check(_POLYGAMMA[x.dtype](n, source.size, pointer(source), pointer(out)))
+    return out
+
+
 ISAS = {
     "reference": lib.CEXTEND_ISA_REFERENCE,
     "generic": lib.CEXTEND_ISA_GENERIC,

@@ -165,6 +165,10 @@ enum {
 };
 int cextend_special_f32(int op, int64_t count, const float *x, float *out);
 int cextend_special_f64(int op, int64_t count, const double *x, double *out);
+/* polygamma(n, x), the n-th derivative of digamma (n >= 0).  Args: 1 n,
+ * 2 count, 3 x, 4 out; poles (x a non-positive integer) give +-inf. */
+int cextend_polygamma_f32(int64_t n, int64_t count, const float *x, float *out);
+int cextend_polygamma_f64(int64_t n, int64_t count, const double *x, double *out);
 
 /* ---- CUDA (optional) -------------------------------------------------------
  * Built by nvcc into a separate library (`make cuda`, CEXTEND_CUDA=1) that

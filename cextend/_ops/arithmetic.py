@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from cextend._fpe import quietly
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -50,7 +51,7 @@ class Binary:
     def run(self, a, b, rt):
         if self.check is not None:
             self.check(a, b, rt)
-        return self.compute(as_array(a, rt), as_array(b, rt))
+        return quietly(self.compute, as_array(a, rt), as_array(b, rt))
 
     def __call__(self, input, other, out=None):
         a = require_operand(input, self.name, "input")
@@ -87,11 +88,7 @@ class Binary:
         a = require_tensor(input, self.name + "_")
         b = require_operand(other, self.name + "_")
         rt, ot = self.dtypes(a, b)
-        shape = a._data.shape
-        other_shape = b._data.shape if is_tensor(b) else ()
-        if np.broadcast_shapes(shape, other_shape) != shape:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(shape), list(np.broadcast_shapes(shape, other_shape))))
+        check_broadcasts_into(a, b)
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
@@ -106,6 +103,22 @@ class Binary:
         if node is not None:
             node._saved = tuple(before[w] if w in before else rec.save_output(a) for w in self.saves)
         return a
+
+
+def check_broadcasts_into(a, b):
+    """An in-place op's operand must broadcast to the tensor's own shape."""
+    shape = a._data.shape
+    other_shape = b._data.shape if is_tensor(b) else ()
+    if other_shape == shape or not other_shape:
+        return
+    try:
+        result = np.broadcast_shapes(shape, other_shape)
+    except ValueError:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(shape), list(other_shape))) from None
+    if result != shape:
+        raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                           % (list(shape), list(result)))
 
 
 def _as_ndarray(data, dtype):
@@ -328,27 +341,27 @@ def fmod(input, other, *, out=None):
 
 
 @register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
-          samples=S.binary(), family="arithmetic")
+          samples=S.binary(tensor_other=True), family="arithmetic")
 def atan2(input, other, *, out=None):
     return _ATAN2(input, other, out)
 
 
-@register("maximum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("maximum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def maximum(input, other, *, out=None):
     return _MAXIMUM(input, require_tensor(other, "maximum", "other"), out)
 
 
-@register("minimum", samples=S.binary(distinct=True), family="arithmetic", integer_inputs=True)
+@register("minimum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
 def minimum(input, other, *, out=None):
     return _MINIMUM(input, require_tensor(other, "minimum", "other"), out)
 
 
-@register("fmax", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmax", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmax(input, other, *, out=None):
     return _FMAX(input, require_tensor(other, "fmax", "other"), out)
 
 
-@register("fmin", samples=S.binary(distinct=True), family="arithmetic")
+@register("fmin", samples=S.binary(tensor_other=True), family="arithmetic")
 def fmin(input, other, *, out=None):
     return _FMIN(input, require_tensor(other, "fmin", "other"), out)
 
@@ -390,7 +403,7 @@ _POW = Binary("pow", np.power, _pow_backward, saves=("self", "other", "result"),
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),
           samples=S.pow_samples(), family="arithmetic")
-def pow(input, exponent, *, out=None):
+def power(input, exponent, *, out=None):
     """input ** exponent; either may be a number (not both)."""
     if not is_tensor(input):
         return _POW(require_operand(input, "pow", "self"), require_tensor(exponent, "pow", "exponent"), out)
@@ -414,6 +427,7 @@ def _compare_inplace(op, self, other):
     """x.lt_(y): the comparison stored back into x's dtype (no gradient)."""
     b = require_operand(other, op.name + "_")
     rt = binary_result_type(self, b)
+    check_broadcasts_into(self, b)
     recording = rec.prepare_inplace(self, (b,))
     node = rec.connect(_ZeroGradNode(), (self, b)) if recording else None
     self._data[...] = op.run(self, b, rt)
@@ -435,7 +449,7 @@ def _logical(name, ufunc):
         return op(input, require_tensor(other, name, "other"), out)
     logical.__name__ = name
     register(name, logical, inplace=lambda self, other: _compare_inplace(op, self, other),
-             samples=S.binary(distinct=True), gradcheck=False, family="comparison", integer_inputs=True)
+             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison", integer_inputs=True)
     return logical
 
 
@@ -483,7 +497,7 @@ _WhereNode = rec.node_class("WhereBackward", _where_backward)
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
-        from cextend._ops.indexing import nonzero
+        from cextend._ops.gather_scatter import nonzero
         return nonzero(condition, as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":
@@ -493,7 +507,7 @@ def where(condition, input=None, other=None, *, out=None):
     b = require_operand(other, "where", "other")
     from cextend._promotion import result_type
     rt = result_type(a, b)
-    data = np.where(cond._data, as_array(a, rt), as_array(b, rt))
+    data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
     if out is not None:
         rec.check_out(out, "where", a, b)
         return rec.write_out(out, data, "where")
@@ -637,7 +651,7 @@ def _rpow(self, other):
     other = operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return pow(other, self)
+    return power(other, self)
 
 
 def _rtruediv(self, other):
@@ -648,7 +662,7 @@ def _rtruediv(self, other):
 
 
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div),
-                         ("floordiv", floor_divide), ("mod", remainder), ("pow", pow),
+                         ("floordiv", floor_divide), ("mod", remainder), ("pow", power),
                          ("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor)):
     method("__%s__" % _name, _operator(_function))
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floor_divide),

@@ -12,6 +12,7 @@ import numpy as np
 
 from cextend import _backend
 from cextend._device import DeviceArray
+from cextend._fpe import quietly
 from cextend._promotion import float_result, result_type
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -41,7 +42,7 @@ class Unary:
         return float_result(dt) if self.float_result else dt
 
     def run(self, x, dt):
-        data = self.compute(as_array(x, dt))
+        data = quietly(self.compute, as_array(x, dt))
         if type(data) is not np.ndarray and not hasattr(data, "to_host"):
             data = np.asarray(data, dt)
         elif data.dtype != dt:
@@ -89,7 +90,7 @@ def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, a
         return op(input, out)
     function.__name__ = name
     function.__doc__ = "Elementwise %s (as torch.%s)." % (name, name)
-    register(name, function, aliases=aliases, inplace=op.inplace if inplace else None,
+    register(name, function, aliases=aliases, inplace=(lambda self: op.inplace(self)) if inplace else None,
              samples=samples or S.unary(), gradcheck=gradcheck and backward is not None,
              gradgradcheck=gradgradcheck, family="pointwise", **info)
     return function
@@ -144,15 +145,16 @@ sigmoid = _unary("sigmoid", _sigmoid, lambda n, g, r: g * (1 - r) * r, ("result"
 
 
 def _sign(x):
-    out = np.sign(x)
     if x.dtype.kind == "f":
-        out[np.isnan(x)] = 0        # torch: sign(NaN) is 0
-    return out
+        return np.where(np.isnan(x), x.dtype.type(0), np.sign(x))     # torch: sign(NaN) is 0
+    if x.dtype.kind == "b":
+        return x.copy()
+    return np.sign(x)
 
 
 sign = _unary("sign", _sign, _zero, (), float_result=False)
 sgn = _unary("sgn", _sign, _zero, (), float_result=False, inplace=True)
-abs = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
+absolute = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
              aliases=("absolute",), integer_inputs=True)
 
 # -- rounding (piecewise constant: zero gradient) ------------------------------
@@ -173,7 +175,7 @@ def _round_decimals(x, decimals):
 _ROUND = Unary("round", np.round, _zero, (), float_result=False)
 
 
-def round(input, *, decimals=0, out=None):
+def round_(input, *, decimals=0, out=None):
     """Round half to even (as torch and numpy), optionally to `decimals` places."""
     if decimals == 0:
         return _ROUND(input, out)
@@ -188,8 +190,8 @@ def _round_backward_zero(node, g):
     return g * 0
 
 
-register("round", round, inplace=lambda self, decimals=0: (
-    _ROUND.inplace(self) if decimals == 0 else self.copy_(round(self, decimals=decimals))),
+register("round", round_, inplace=lambda self, decimals=0: (
+    _ROUND.inplace(self) if decimals == 0 else self.copy_(round_(self, decimals=decimals))),
     samples=S.unary(), gradcheck=False, family="pointwise")
 
 
@@ -250,7 +252,68 @@ def _lgamma_backward(node, g, x):
 
 lgamma = _unary("lgamma", lambda x: _backend.special("lgamma", x), _lgamma_backward, ("self",),
                 S.unary(0.5, 3.0))
-digamma = _unary("digamma", lambda x: _backend.special("digamma", x), None, (), S.unary(0.5, 3.0))
+digamma = _unary("digamma", lambda x: _backend.special("digamma", x),
+                 lambda node, g, x: g * polygamma(1, x), ("self",), S.unary(0.5, 3.0),
+                 aliases=("psi",))
+
+
+def _polygamma_backward(node, g, x):
+    return g * polygamma(node.n + 1, x)
+
+
+_PolygammaNode = rec.node_class("PolygammaBackward", _polygamma_backward)
+
+
+def _polygamma_data(n, x, dt):
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError("polygamma(): argument 'n' must be int, not %s" % type(n).__name__)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return _backend.polygamma(n, as_array(x, dt))
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma (n = 0 is digamma)."""
+    x = require_tensor(input, "polygamma")
+    dt = float_result(x._data.dtype)
+    data = _polygamma_data(n, x, dt)
+    if out is not None:
+        rec.check_out(out, "polygamma", x)
+        return rec.write_out(out, data, "polygamma")
+    from cextend.tensor import _wrap
+    result = _wrap(data)
+    if rec.needs_grad(x):
+        node = rec.record(_PolygammaNode, (x,), result)
+        node.n = n
+        node._saved = (rec.save(x),)
+    return result
+
+
+def _polygamma_inplace(self, n):
+    dt = float_result(self._data.dtype)
+    recording = rec.prepare_inplace(self, (), dt)
+    node = original = None
+    if recording:
+        original = self.clone()
+        node = rec.connect(_PolygammaNode(), (self,))
+        node.n = n
+    self._data[...] = _polygamma_data(n, self, dt)
+    rec.finish_inplace(self, node)
+    if node is not None:
+        node._saved = (rec.save(original),)
+    return self
+
+
+def _polygamma_samples(rng):
+    from cextend._ops.registry import Sample
+    for n in (0, 1, 2):
+        yield Sample(n, rng.uniform(0.5, 3.0, (3, 4)))
+
+
+register("polygamma", polygamma, method=False, samples=_polygamma_samples, family="pointwise")
+from cextend._ops.registry import method as _method  # noqa: E402
+_method("polygamma", lambda self, n: polygamma(n, self))
+_method("polygamma_", _polygamma_inplace)
 
 
 # -- clamp -----------------------------------------------------------------------
@@ -287,9 +350,9 @@ def _clamp_data(x, low, high, dt):
     """min(max(x, low), high): NaN in x or a bound propagates; low > high gives high."""
     data = as_array(x, dt)
     if low is not None:
-        data = np.maximum(data, as_array(low, dt))
+        data = quietly(np.maximum, data, as_array(low, dt))
     if high is not None:
-        data = np.minimum(data, as_array(high, dt))
+        data = quietly(np.minimum, data, as_array(high, dt))
     return data if type(data) is np.ndarray or hasattr(data, "to_host") else np.asarray(data, dt)
 
 

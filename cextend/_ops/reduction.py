@@ -7,6 +7,7 @@ import collections
 import numpy as np
 
 from cextend import _dtype
+from cextend._fpe import quietly
 from cextend._device import DeviceArray, empty_like
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -95,7 +96,7 @@ def _record_reduce(node_cls, x, out, dims, keepdim, **attrs):
     return out
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "sum")
     dims = reduce_dims(x, dim)
     rt = _reduction_dtype(x, dtype, "sum")
@@ -115,7 +116,7 @@ def _array(value, dtype):
     return np.asarray(value, dtype)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "mean")
     rt = _dtype.as_dtype(dtype).numpy if dtype is not None else x._data.dtype
     if rt.kind != "f":
@@ -124,7 +125,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                                "Optional" if dtype is not None else "Input", _torch_name(rt)))
     dims = reduce_dims(x, dim)
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = _array(data.mean(axis=dims, keepdims=keepdim), rt)
+    result = _array(quietly(lambda: data.mean(axis=dims, keepdims=keepdim)), rt)
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean")
@@ -140,8 +141,8 @@ def _torch_name(dt):
     return name(dt)
 
 
-register("sum", sum, samples=S.reduction(), family="reduction", integer_inputs=True)
-register("mean", mean, samples=S.reduction(), family="reduction")
+register("sum", reduce_sum, samples=S.reduction(), family="reduction", integer_inputs=True)
+register("mean", reduce_mean, samples=S.reduction(), family="reduction")
 
 
 # -- max / min ------------------------------------------------------------------------------
@@ -240,10 +241,10 @@ def _max_or_min(is_max, name):
     return extreme
 
 
-max = _max_or_min(True, "max")
-min = _max_or_min(False, "min")
-register("max", max, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
-register("min", min, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
+reduce_max = _max_or_min(True, "max")
+reduce_min = _max_or_min(False, "min")
+register("max", reduce_max, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
+register("min", reduce_min, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
 
 
 def _amax_or_amin(is_max, name):
@@ -290,9 +291,9 @@ def _arg(is_max, name):
 
 argmax = _arg(True, "argmax")
 argmin = _arg(False, "argmin")
-register("argmax", argmax, samples=S.reduction(keepdim=False), gradcheck=False, family="reduction",
+register("argmax", argmax, samples=S.reduction(multi_dim=False), gradcheck=False, family="reduction",
          integer_inputs=True)
-register("argmin", argmin, samples=S.reduction(keepdim=False), gradcheck=False, family="reduction",
+register("argmin", argmin, samples=S.reduction(multi_dim=False), gradcheck=False, family="reduction",
          integer_inputs=True)
 
 
@@ -310,8 +311,8 @@ def _logical_reduction(ufunc_reduce, name):
     return reduce
 
 
-all = _logical_reduction(np.all, "all")
-any = _logical_reduction(np.any, "any")
+reduce_all = _logical_reduction(np.all, "all")
+reduce_any = _logical_reduction(np.any, "any")
 
 
 # -- the scatter that max(dim)'s backward uses --------------------------------------------

@@ -33,11 +33,12 @@ def unary(low=-2.0, high=2.0, shapes=UNARY_SHAPES):
     return samples
 
 
-def binary(positive_other=False, distinct=False, smooth_mod=False):
+def binary(positive_other=False, distinct=False, smooth_mod=False, tensor_other=False):
     """Elementwise ops of two operands: broadcasting pairs, a 0-d tensor and a
     Python number.  positive_other keeps the second operand away from zero
     (division); smooth_mod keeps a/b away from integers (remainder's jumps);
-    distinct adds some exactly equal pairs for comparisons (not for gradients)."""
+    distinct adds some exactly equal pairs for comparisons (not for gradients);
+    tensor_other leaves out the Python-number operand (ops that need tensors)."""
     def samples(rng):
         for sa, sb in BINARY_SHAPES:
             b = _away_from_zero(rng, sb) if positive_other else _values(rng, sb)
@@ -53,7 +54,8 @@ def binary(positive_other=False, distinct=False, smooth_mod=False):
             a = _values(rng, (4,))
             yield Sample(a, np.where(rng.random(4) > 0.5, a, -a), note="equal elements")
         scalar = 1.75 if positive_other else -1.25
-        yield Sample(_values(rng, (3, 2)), scalar, note="Python number")
+        if not tensor_other:
+            yield Sample(_values(rng, (3, 2)), scalar, note="Python number")
         other = _away_from_zero(rng, ()) if positive_other else _values(rng, ())
         yield Sample(_values(rng, (2, 3)), np.array(other), note="0-d other")
     return samples
@@ -88,7 +90,7 @@ def masked_fill_samples():
     return samples
 
 
-def reduction(dims=True, positive=False, keepdim=True):
+def reduction(dims=True, positive=False, keepdim=True, multi_dim=True):
     """Reductions: all elements, one dim, several dims, keepdim."""
     def samples(rng):
         low, high = (0.5, 2.0) if positive else (-2.0, 2.0)
@@ -99,7 +101,8 @@ def reduction(dims=True, positive=False, keepdim=True):
             yield Sample(rng.uniform(low, high, (2, 3, 4)), -1)
             if keepdim:
                 yield Sample(rng.uniform(low, high, (2, 3, 4)), 0, keepdim=True)
-            yield Sample(rng.uniform(low, high, (2, 3, 4)), (0, 2))
+            if multi_dim:
+                yield Sample(rng.uniform(low, high, (2, 3, 4)), (0, 2))
             yield Sample(rng.uniform(low, high, (0, 3)), 1, note="empty")
     return samples
 

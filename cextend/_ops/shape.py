@@ -469,9 +469,21 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     d1, d2 = _dim(dim1, n), _dim(dim2, n)
     if d1 == d2:
         raise RuntimeError("diagonal dimensions cannot be identical %d, %d" % (dim1, dim2))
-    data = np.diagonal(x._data, offset, d1, d2)
-    if type(x._data) is np.ndarray and x._data.flags.writeable:
-        data = np.lib.stride_tricks.as_strided(data, data.shape, data.strides, writeable=True)
+    if type(x._data) is DeviceArray:
+        _device_only("diagonal")
+    # np.diagonal's view is read-only; build the same (writable) view by strides.
+    base = x._data
+    n1, n2 = base.shape[d1], base.shape[d2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    start = [0] * base.ndim
+    if length:
+        start[d1], start[d2] = (0, offset) if offset >= 0 else (-offset, 0)
+    origin = base[tuple(slice(s, None) if i in (d1, d2) else slice(None) for i, s in enumerate(start))] \
+        if length else base
+    keep = [i for i in range(base.ndim) if i not in (d1, d2)]
+    shape = tuple(base.shape[i] for i in keep) + (length,)
+    strides = tuple(base.strides[i] for i in keep) + (base.strides[d1] + base.strides[d2],)
+    data = np.lib.stride_tricks.as_strided(origin, shape, strides, writeable=base.flags.writeable)
     return _slice_view(x, data, lambda t: t.diagonal(offset, d1, d2), _DiagonalNode)
 
 

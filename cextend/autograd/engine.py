@@ -15,6 +15,8 @@ result after those hooks; Node.register_prehook/register_hook wrap apply.
 """
 import heapq
 
+import numpy as np
+
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import AccumulateGrad, accumulate_into, gradient_edge
 
@@ -126,8 +128,9 @@ def _add(a, b, create_graph):
         return b
     if create_graph:
         return a + b
+    from cextend._fpe import quietly
     from cextend.tensor import _wrap
-    return _wrap(a._data + b._data)
+    return _wrap(quietly(np.add, a._data, b._data))
 
 
 def _tensor_hooks(node, grads):

@@ -175,7 +175,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if not check_backward_ad:
         return True
     if fast_mode and _fast_check(func, inputs, diff_inputs, eps, atol, rtol, nondet_tol):
-        return True
+        problem = _check_undefined_grad(func, inputs, diff_inputs) if check_undefined_grad else None
+        return _fail(problem, raise_exception) if problem else True
     return _slow_check(func, inputs, diff_inputs, eps, atol, rtol, raise_exception, nondet_tol,
                        check_undefined_grad, check_grad_dtypes)
 

@@ -16,6 +16,10 @@ weak reference to it.
 import itertools
 import weakref
 
+import numpy as np
+
+from cextend._fpe import quietly
+
 from cextend.autograd.grad_mode import is_grad_enabled
 
 _sequence = itertools.count()
@@ -131,7 +135,7 @@ def accumulate_into(tensor, grad):
     elif is_grad_enabled() or not current._data.flags.writeable:
         tensor._grad = current + grad
     else:
-        current._data += grad._data
+        quietly(np.add, current._data, grad._data, current._data)
         current._version_counter.value += 1
 
 
