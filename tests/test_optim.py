@@ -484,3 +484,21 @@ def test_deepcopy_of_an_optimizer_is_independent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clone.step()
+
+
+def test_step_counter_follows_the_default_dtype_as_torch():
+    a = cx.nn.Parameter(cx.ones(2))
+    a.grad = cx.ones(2)
+    opt = optim.Adam([a])
+    opt.step()
+    assert opt.state[a]["step"].dtype == cx.float32
+    previous = cx.get_default_dtype()
+    cx.set_default_dtype(cx.float64)
+    try:
+        b = cx.nn.Parameter(cx.ones(2))
+        b.grad = cx.ones(2)
+        opt = optim.Adam([b])
+        opt.step()
+        assert opt.state[b]["step"].dtype == cx.float64
+    finally:
+        cx.set_default_dtype(previous)

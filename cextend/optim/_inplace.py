@@ -83,8 +83,11 @@ def full_like(array, value):
 
 
 def step_tensor(value=0.0):
-    """The 0-d float32 `step` counter torch keeps in optimizer state."""
-    return _wrap(np.array(value, dtype=np.float32))
+    """The 0-d `step` counter torch keeps in optimizer state: float32, or float64 while the
+    default dtype is float64 (torch's _get_scalar_dtype)."""
+    from cextend import _dtype
+    dtype = np.float64 if _dtype.DEFAULT_FLOAT.numpy == np.float64 else np.float32
+    return _wrap(np.array(value, dtype=dtype))
 
 
 def increment(step):
