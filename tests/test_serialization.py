@@ -7,7 +7,6 @@ import copy
 import io
 import json
 import math
-import pathlib
 import zipfile
 from collections import Counter, OrderedDict
 

@@ -12,12 +12,19 @@ inside each element:
                                end - (end - a) * (1 - w)  otherwise
 
 Scalars are Python floats, so numpy casts them to the array's dtype first,
-as torch's kernels do (a float32 step computes in float32).  torch's
-vectorised loops fuse some multiply-adds (FMA); numpy does not, so single
-elements may differ from torch's in the last bit.
+as torch's kernels do (a float32 step computes in float32).
+
+torch's CPU kernels fuse the multiply-adds above (FMA: one rounding for
+a + b*c).  For float32 arrays these helpers do the same by computing the
+multiply-add in float64 -- the float32 product is exact there -- and
+rounding once, which reproduces torch's float32 results bit for bit (tested
+on the primitives; a double-rounding tie would be needed to differ).  In
+float64 they round twice, so single elements may differ from torch's in
+the last bit.  Other operations (sqrt) are torch's own vendor routines and
+may differ by an ulp.
 
 Written with Python operators (not ufunc `out=`), so the same code runs on
-device arrays for the operations they provide.
+device arrays for the operations they provide (unfused there).
 """
 import numpy as np
 
@@ -29,21 +36,41 @@ def mul_(a, scalar):
     return a
 
 
+def _fused(a):
+    """Whether a multiply-add into `a` is computed fused: float32 host arrays, and the numpy
+    scalars that operations on 0-d arrays return."""
+    return isinstance(a, (np.ndarray, np.generic)) and a.dtype == np.float32
+
+
+def _round32(x64):
+    return x64.astype(np.float32)
+
+
 def add(a, b, alpha=1.0):
     """torch.add(a, b, alpha=alpha): a new array."""
-    return a + b if alpha == 1 else a + float(alpha) * b
+    if alpha == 1:
+        return a + b
+    if _fused(a):
+        return _round32(a.astype(np.float64) + np.float64(np.float32(alpha)) * b)
+    return a + float(alpha) * b
 
 
 def add_(a, b, alpha=1.0):
     if alpha == 1:
         a += b
+    elif _fused(a):
+        a[...] = add(a, b, alpha)
     else:
         a += float(alpha) * b
     return a
 
 
 def addcmul_(a, t1, t2, value=1.0):
-    a += (float(value) * t1) * t2 if value != 1 else t1 * t2
+    product = t1 if value == 1 else float(value) * t1       # rounded to a's dtype, as torch's value * t1
+    if _fused(a):
+        a[...] = _round32(a.astype(np.float64) + product.astype(np.float64) * t2)
+    else:
+        a += product * t2
     return a
 
 
@@ -54,10 +81,16 @@ def addcdiv_(a, t1, t2, value=1.0):
 
 def lerp_(a, end, weight):
     w = a.dtype.type(weight)
-    if abs(w) < 0.5:
-        a += w * (end - a)
+    difference = end - a
+    if _fused(a):
+        if abs(w) < 0.5:
+            a[...] = _round32(a.astype(np.float64) + np.float64(w) * difference)
+        else:
+            a[...] = _round32(end.astype(np.float64) - difference.astype(np.float64) * np.float64(np.float32(1) - w))
+    elif abs(w) < 0.5:
+        a += w * difference
     else:
-        a[...] = end - (end - a) * (a.dtype.type(1) - w)
+        a[...] = end - difference * (a.dtype.type(1) - w)
     return a
 
 
