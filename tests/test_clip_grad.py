@@ -8,6 +8,7 @@ import pytest
 
 import cextend as cx
 from cextend.nn.utils import clip_grad_norm, clip_grad_norm_, clip_grad_value_, get_total_norm
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -15,6 +16,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: comparison with torch skipped")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 NORM_TYPES = [2.0, 1, 3.5, 0.5, 0, float("inf"), -float("inf"), "inf"]
 DTYPES = [(np.float32,) * 3, (np.float64,) * 3, (np.float32, np.float64, np.float32)]

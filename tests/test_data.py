@@ -13,6 +13,7 @@ from cextend.utils import data
 from cextend.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
                                 SequentialSampler, Subset, SubsetRandomSampler, TensorDataset, default_collate,
                                 random_split)
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -21,6 +22,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: comparison with torch skipped")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 Point = namedtuple("Point", ["x", "y"])
 

@@ -10,6 +10,7 @@ import pytest
 import cextend as cx
 from cextend import optim
 from cextend.optim import lr_scheduler
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -17,6 +18,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: comparison with torch skipped")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 
 class Warmup:

@@ -11,6 +11,7 @@ import pytest
 
 import cextend as cx
 import cextend.nn as nn
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -18,6 +19,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: comparison with torch skipped")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 
 def make_block_class(lib, nn_mod):

@@ -10,6 +10,7 @@ import pytest
 
 import cextend as cx
 from cextend.nn import init
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -17,6 +18,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: comparison with torch skipped")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 SHAPES = [(2, 3), (7, 1), (1, 1), (64, 32), (5, 4, 3), (8, 3, 3, 3), (4, 2, 2, 3, 1), (3, 0), (0, 4, 2)]
 

@@ -15,6 +15,7 @@ import pytest
 
 import cextend as cx
 from cextend import serialization
+from rng_isolation import keep_global_rng
 
 try:
     import torch
@@ -22,6 +23,7 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: torch files cannot be made")
+pytestmark = pytest.mark.usefixtures(keep_global_rng.__name__)   # no global RNG state leaks out
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 0, 4), (13, 1, 3)]
