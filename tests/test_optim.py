@@ -568,3 +568,35 @@ def test_step_counter_follows_the_default_dtype_as_torch():
         assert opt.state[b]["step"].dtype == cx.float64
     finally:
         cx.set_default_dtype(previous)
+
+
+def test_a_user_written_optimizer_in_the_old_style_works():
+    """A 2017-style subclass: `required` defaults, per-parameter state, p.data updates."""
+    from cextend.optim.optimizer import Optimizer, required
+
+    class SignSGD(Optimizer):
+        def __init__(self, params, lr=required, decay=0.5):
+            super().__init__(params, dict(lr=lr, decay=decay))
+
+        def step(self, closure=None):
+            loss = closure() if closure is not None else None
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    state["count"] = state.get("count", 0) + 1
+                    p.data.sub_(group["lr"] * group["decay"] ** state["count"] * p.grad.data.sign())
+            return loss
+
+    w = cx.nn.Parameter(cx.tensor([1.0, -1.0, 0.0]))
+    with pytest.raises(ValueError, match="didn't specify a value of required optimization parameter lr"):
+        SignSGD([w])
+    opt = SignSGD([{"params": [w], "lr": 0.4}])
+    calls = []
+    opt.register_step_post_hook(lambda o, a, k: calls.append(1))
+    w.grad = cx.tensor([2.0, -3.0, 0.0])
+    opt.step()
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), [1.0 - 0.2 - 0.1, -1.0 + 0.2 + 0.1, 0.0], rtol=1e-6)
+    assert calls == [1, 1] and opt.state_dict()["state"] == {0: {"count": 2}}

@@ -604,7 +604,8 @@ class Module:
         return self._apply(convert)
 
     def cuda(self, device=None):
-        return self._apply(lambda t: t.cuda(device))
+        target = "cuda" if device is None else "cuda:%d" % device if isinstance(device, int) else device
+        return self._apply(lambda t: t.to(device=target))
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
