@@ -359,3 +359,24 @@ def test_deepcopy_and_save_agree():
     back = round_trip(copy.deepcopy(sd))
     for k in sd:
         np.testing.assert_array_equal(back[k].numpy(), sd[k].numpy())
+
+
+def test_scheduler_state_round_trips_and_resumes():
+    def make():
+        opt = cx.optim.SGD([cx.nn.Parameter(cx.ones(1))], lr=0.1)
+        return opt, cx.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 4, 4], gamma=0.5)
+
+    opt, sched = make()
+    for _ in range(3):
+        opt.step()
+        sched.step()
+    back = round_trip({"scheduler": sched.state_dict(), "optimizer": opt.state_dict()})
+    assert back["scheduler"]["milestones"] == Counter({2: 1, 4: 2})
+    opt2, sched2 = make()
+    opt2.load_state_dict(back["optimizer"])
+    sched2.load_state_dict(back["scheduler"])
+    for _ in range(3):
+        for o, s in ((opt, sched), (opt2, sched2)):
+            o.step()
+            s.step()
+    assert sched2.get_last_lr() == sched.get_last_lr() == [0.1 * 0.5 ** 3]
