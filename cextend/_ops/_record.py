@@ -57,7 +57,10 @@ class BuiltinNode(Node):
         return self.next_functions[i][0] is not None
 
     def _release(self):
-        if self._saved:
+        # Only saved tensors are freed (as torch's SavedVariables): a node that
+        # kept just numbers can run again.
+        saved = self._saved
+        if saved and saved is not _FREED and any(type(s) is SavedTensor for s in saved):
             self._saved = _FREED
 
 
@@ -65,6 +68,20 @@ def node_class(name, backward, multi_output=False):
     """A BuiltinNode subclass named like torch's (SinBackward) around `backward`."""
     return type(name, (BuiltinNode,), {"backward": backward, "multi_output": multi_output,
                                        "__module__": __name__})
+
+
+def zeros_grad(g):
+    """An exact zero gradient shaped like g, outside any graph (torch's
+    zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
+    from cextend.tensor import _wrap
+    return _wrap(np.zeros(g._data.shape, g._data.dtype))
+
+
+def not_implemented(name, message, error=RuntimeError):
+    """A node for an op torch has no derivative for: backward raises, as torch's does."""
+    def backward(node, grads, *saved):
+        raise error(message)
+    return node_class(name, backward, multi_output=True)
 
 
 def requires_grad(x):
@@ -104,7 +121,10 @@ def _edge_and_meta(x):
             return (fn, x._output_nr), (data.shape, data.dtype)
     elif not x.requires_grad:
         return NO_EDGE, None
-    return gradient_edge(x), (data.shape, data.dtype)
+    edge = gradient_edge(x)
+    if edge is None:        # e.g. a view made under no_grad: requires grad, yet no path
+        return NO_EDGE, None
+    return edge, (data.shape, data.dtype)
 
 
 def connect(node, inputs):
@@ -121,8 +141,17 @@ def connect(node, inputs):
     return node
 
 
+def _check_differentiable_output(out):
+    """torch refuses to attach history to a new integer tensor."""
+    if out._data.dtype.kind != "f" and out._base is None:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("Autograd not support dtype: %s" % _torch_name(out._data.dtype))
+
+
 def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
+    if type(out) is not tuple:
+        _check_differentiable_output(out)
     node = connect(new_node(node_cls), inputs)
     if type(out) is tuple:
         node.num_outputs = len(out)
@@ -131,7 +160,7 @@ def record(node_cls, inputs, out, saved=()):
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-    elif out._data.dtype.kind == "f":
+    elif out._data.dtype.kind == "f" or out._base is not None:
         out._grad_fn = node
         out._requires_grad = True
     if saved:
@@ -141,6 +170,8 @@ def record(node_cls, inputs, out, saved=()):
 
 def record2(node_cls, a, b, out):
     """record() for the two-operand case, inlined (one call per binary op)."""
+    if out._data.dtype.kind != "f":
+        _check_differentiable_output(out)
     node = _new(node_cls)
     node._seq = _next_seq()
     edge_a, meta_a = _edge_and_meta(a)
@@ -162,13 +193,13 @@ def save_output(out):
     return SavedTensor(out, is_output=True)
 
 
-def check_writable(t):
+def check_writable(t, check_overlap=True):
     data = t._data
     flags = getattr(data, "flags", None)
     if flags is None:
         return
     strides = data.strides
-    if 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
+    if check_overlap and 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "
                            "tensor before performing the operation.")
@@ -177,12 +208,12 @@ def check_writable(t):
                            "array with writeable=False); clone() it before writing in place")
 
 
-def prepare_inplace(t, others=(), result=None):
+def prepare_inplace(t, others=(), result=None, check_overlap=True):
     """The checks every in-place op makes; returns whether it records history.
 
     result: the numpy dtype the op computes in (checked castable to t's dtype).
     """
-    check_writable(t)
+    check_writable(t, check_overlap)
     if result is not None and result != t._data.dtype:
         check_inplace_cast(result, t._data.dtype)
     recording = needs_grad(t, *others)

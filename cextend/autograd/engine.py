@@ -140,10 +140,10 @@ def _tensor_hooks(node, grads):
     if hooks:
         for nr, fns in hooks.items():
             for fn in list(fns):
-                if grads[nr] is not None:
-                    new = fn(grads[nr])
-                    if new is not None:
-                        grads[nr] = new
+                # torch calls a hook even when its output got no gradient (None)
+                new = fn(grads[nr])
+                if new is not None:
+                    grads[nr] = new
     if type(node) is AccumulateGrad:
         leaf_hooks = node.variable._hooks
         if leaf_hooks and grads[0] is not None:
@@ -194,14 +194,16 @@ def execute(roots, retain_graph, create_graph, capture=None):
         root_nodes = [n for n in root_nodes if n in needed]
     ready = [(-n._seq, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
         while ready:
-            node = heapq.heappop(ready)[1]
+            node = heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
-            if node._tensor_hooks or node._retained or type(node) is AccumulateGrad:
+            if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
+                                                        node.variable._hooks):
                 grads = _tensor_hooks(node, grads)
             if target_nodes is not None and node in target_nodes:
                 for nr, g in enumerate(grads):
@@ -209,7 +211,10 @@ def execute(roots, retain_graph, create_graph, capture=None):
             edges = node.next_functions
             if capture is None or (type(node) is not AccumulateGrad and
                                    any(c in needed for c, _ in edges)):
-                results = _run(node, grads)
+                if node._pre_hooks is None and node._post_hooks is None:
+                    results = node.apply(grads)
+                else:
+                    results = _run(node, grads)
                 if not retain_graph:
                     node._release()
                 metas = node._input_meta
@@ -228,11 +233,13 @@ def execute(roots, retain_graph, create_graph, capture=None):
                         buf = buffers[child] = [None] * child.num_outputs
                     buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
             for child, _ in edges:
-                if child is not None and child in dependencies:
-                    left = dependencies[child] - 1
-                    dependencies[child] = left
-                    if left == 0:
-                        heapq.heappush(ready, (-child._seq, child))
+                if child is not None:
+                    left = dependencies.get(child)
+                    if left is not None:
+                        left -= 1
+                        dependencies[child] = left
+                        if left == 0:
+                            heappush(ready, (-child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
     if capture is None:
@@ -271,13 +278,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     edges = _input_edges(inputs, Tensor)
+    for t in inputs:
+        if t.grad_fn is not None:
+            t.retain_grad()     # as torch: a non-leaf input keeps its .grad from now on
     with grad_mode.set_grad_enabled(create_graph):
         for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
             if t.grad_fn is None:
                 accumulate_into(t, g)
-            elif g is not None:
-                # a non-leaf input: its gradient is stored like a retained one
-                t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _input_edges(inputs, Tensor):
@@ -287,7 +294,9 @@ def _input_edges(inputs, Tensor):
             raise TypeError("input %d is a %s, not a Tensor" % (i, type(t).__name__))
         edge = gradient_edge(t)
         if edge is None:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            edge = (None, 0)        # requires grad but no path (a view made under no_grad)
         edges.append(edge)
     return edges
 
