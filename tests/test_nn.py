@@ -78,7 +78,8 @@ def test_load_state_dict_errors():
     bad = m.state_dict()
     bad["fc.weight"] = cx.zeros(4, 3)
     with pytest.raises(RuntimeError, match=r"size mismatch for fc.weight: copying a param with shape "
-                                           r"\[4, 3\] from checkpoint, the shape in current model is \[3, 4\]"):
+                                           r"cextend.Size\(\[4, 3\]\) from checkpoint, the shape in current model is "
+                                           r"cextend.Size\(\[3, 4\]\)"):
         m.load_state_dict(bad)
 
 

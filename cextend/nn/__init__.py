@@ -15,3 +15,9 @@ from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: 
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
             "BatchNorm1d", "BatchNorm2d"]
+from cextend.nn import init, utils  # noqa: E402
+
+__all__ += ["init", "utils"]
+from cextend.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
+
+__all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
