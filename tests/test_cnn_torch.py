@@ -208,7 +208,8 @@ def test_module_loads_a_torch_state_dict_and_agrees_in_train_and_eval(name, args
     torch.manual_seed(0)
     theirs = getattr(torch.nn, name)(*args, **kwargs).to(tdt)
     ours = getattr(nn, name)(*args, **kwargs, **({"dtype": cdt} if name.startswith(("Conv", "Batch")) else {}))
-    state = {k: v.numpy() for k, v in theirs.state_dict().items()}
+    # a torch state_dict's values, as numpy arrays wrapped in cextend tensors
+    state = {k: cx.tensor(v.numpy()) for k, v in theirs.state_dict().items()}
     assert sorted(state) == sorted(ours.state_dict())
     ours.load_state_dict(state)
     for step in range(3):                               # training steps move the running stats
@@ -251,7 +252,7 @@ def test_initialisation_uses_torchs_bounds(name, args):
 
 def test_conv_transpose2d_output_size():
     ours, theirs = nn.ConvTranspose2d(2, 3, 3, stride=2), torch.nn.ConvTranspose2d(2, 3, 3, stride=2)
-    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    ours.load_state_dict({k: cx.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     x = np.random.default_rng(7).standard_normal((1, 2, 4, 5)).astype(np.float32)
     for size in [(9, 11), (10, 12), (1, 3, 10, 11)]:
         _close(ours(cx.from_numpy(x), output_size=size), theirs(torch.from_numpy(x), output_size=size), np.float32)
@@ -330,7 +331,7 @@ def test_a_small_cnn_trains_like_torch():
         return lib.Sequential(lib.Conv2d(1, 4, 3, padding=1), lib.BatchNorm2d(4), lib.ReLU(), lib.MaxPool2d(2),
                               lib.Conv2d(4, 6, 3), lib.AdaptiveAvgPool2d(1))
     theirs, ours = model(torch.nn).double(), model(nn).double()
-    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    ours.load_state_dict({k: cx.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     rng = np.random.default_rng(9)
     for _ in range(5):
         x = rng.standard_normal((4, 1, 8, 8))
@@ -357,7 +358,7 @@ def test_a_small_cnn_trains_like_torch():
 def test_padding_modes(name, args, kwargs, mode):
     theirs = getattr(torch.nn, name)(*args, padding_mode=mode, **kwargs).double()
     ours = getattr(nn, name)(*args, padding_mode=mode, **kwargs).double()
-    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    ours.load_state_dict({k: cx.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     assert repr(ours) == repr(theirs)
     shape = (2, 2, 5, 6) if name == "Conv2d" else (2, 2, 7)
     x = np.random.default_rng(11).standard_normal(shape)
