@@ -3,6 +3,7 @@ op; install() attaches them to Tensor and to the cextend namespace."""
 from cextend._ops import registry
 from cextend._ops import (arithmetic, conversion, indexing, joining, linalg,  # noqa: F401
                           pointwise, reduction, shape)
+from cextend._ops import nn_functional  # noqa: F401  (the nn family)
 from cextend._ops.registry import OPS
 
 

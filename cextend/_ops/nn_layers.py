@@ -1,0 +1,342 @@
+"""The functional forms of nn layers: layer_norm, dropout, embedding,
+one_hot and normalize.
+
+layer_norm and embedding are builtin ops (numpy forward, one node);
+dropout and normalize are composed from other ops exactly as torch
+composes them (x * mask / (1 - p); x / max(||x||_p, eps)), so their
+grad_fn and gradients are torch's.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from cextend import _random
+from cextend._fpe import quietly
+from cextend._ops import _record as rec
+from cextend._ops import nn_samples as S
+from cextend._ops._nn_checks import cast_error, host_tensor, require_float, torch_name
+from cextend._ops.registry import register
+from cextend.autograd import grad_mode
+
+
+def _wrap(array):
+    from cextend.tensor import _wrap as wrap
+    return wrap(array)
+
+
+# -- layer_norm ----------------------------------------------------------------------------------
+
+def _layer_norm_backward(node, g, x, weight, bias):
+    dims = node.dims
+    if grad_mode.is_grad_enabled():
+        # A graph of this backward is being built: recompute the statistics
+        # from x with Tensor ops, so that they differentiate too.
+        centered = x - x.mean(dims, keepdim=True)
+        rstd = ((centered * centered).mean(dims, keepdim=True) + node.eps).rsqrt()
+        xhat = centered * rstd
+    else:
+        rstd = _wrap(node.rstd)
+        xhat = (x - _wrap(node.mean)) * rstd
+    batch = tuple(range(x.dim() - len(dims)))
+    grad_x = grad_w = grad_b = None
+    if node.needs(0):
+        gx = g * weight if weight is not None else g
+        grad_x = rstd * (gx - gx.mean(dims, keepdim=True) - xhat * (gx * xhat).mean(dims, keepdim=True))
+    if weight is not None and node.needs(1):
+        grad_w = (g * xhat).sum(batch) if batch else g * xhat
+    if bias is not None and node.needs(2):
+        grad_b = g.sum(batch) if batch else g
+    return grad_x, grad_w, grad_b
+
+
+_LayerNormNode = rec.node_class("NativeLayerNormBackward", _layer_norm_backward)
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+                        "not int")
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_parameter(p, name, x, shape):
+    if p is None:
+        return None
+    host_tensor(p, "layer_norm", name)
+    if p._data.shape != shape:
+        raise RuntimeError("Expected %s to be of same shape as normalized_shape, but got %s of shape %s "
+                           "and normalized_shape = %s" % (name, name, list(p._data.shape), list(shape)))
+    if p._data.dtype != x._data.dtype:
+        if x._data.dtype == np.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return p
+
+
+def _layer_norm_arrays(data, dims, eps, weight, bias):
+    mean = data.mean(axis=dims, keepdims=True)
+    centered = data - mean
+    var = (centered * centered).mean(axis=dims, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + data.dtype.type(eps))
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight._data
+    if bias is not None:
+        out = out + bias._data
+    return mean, rstd, out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape dims
+    (biased variance, as torch)."""
+    x = host_tensor(input, "layer_norm")
+    shape = _normalized_shape(normalized_shape)
+    n = len(shape)
+    if n == 0 or x._data.shape[x._data.ndim - n:] != shape or x._data.ndim < n:
+        raise RuntimeError("Given normalized_shape=%s, expected input with shape [*, %s], but got input of "
+                           "size%s" % (list(shape), ", ".join(str(s) for s in shape), list(x._data.shape)))
+    weight = _check_parameter(weight, "weight", x, shape)
+    bias = _check_parameter(bias, "bias", x, shape)
+    require_float(x, "LayerNormKernelImpl")
+    data = x._data
+    dims = tuple(range(data.ndim - n, data.ndim))
+    mean, rstd, out = quietly(_layer_norm_arrays, data, dims, eps, weight, bias)
+    result = _wrap(np.asarray(out, data.dtype))
+    if rec.needs_grad(x, weight, bias):
+        node = rec.record(_LayerNormNode, (x, weight, bias), result)
+        node.dims, node.eps = dims, eps
+        node.mean, node.rstd = mean.astype(data.dtype), rstd.astype(data.dtype)
+        node._saved = (rec.save(x), rec.save(weight), rec.save(bias))
+    return result
+
+
+# -- dropout -------------------------------------------------------------------------------------
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %s" % (p,))
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1 - p); identity
+    when not training.  Masks come from cextend's global generator (manual_seed)."""
+    _check_p(p)
+    x = host_tensor(input, "dropout")
+    if not training or p == 0:
+        return x
+    dt = x._data.dtype
+    if dt.kind != "f":
+        raise cast_error(np.dtype(np.float32), dt)
+    if p == 1:
+        noise = _wrap(np.zeros((), dt))
+    else:
+        keep = _random.generator().random(x._data.shape) >= p
+        noise = _wrap((keep / dt.type(1 - p)).astype(dt))
+    return x.mul_(noise) if inplace else x * noise
+
+
+def dropout_(input, p=0.5, training=True):
+    return dropout(input, p, training, inplace=True)
+
+
+# -- embedding ------------------------------------------------------------------------------------
+
+class _Lookup:
+    """Rows of an (num, dim) weight read by an index tensor; padding rows get no gradient."""
+
+    def __init__(self, indices, num_weights, padding_idx, scale_grad_by_freq):
+        self.indices = indices
+        self.flat = indices.reshape(-1)
+        self.num_weights = num_weights
+        scale = np.ones(self.flat.shape)
+        if scale_grad_by_freq and self.flat.size:
+            scale = 1.0 / np.bincount(self.flat, minlength=num_weights)[self.flat]
+        if padding_idx is not None and padding_idx >= 0:
+            scale = np.where(self.flat == padding_idx, 0.0, scale)
+        self.scale = scale
+
+    def accumulate(self, g):
+        """grad_weight: each row of g (times its scale) added into its index's row."""
+        dim = g.shape[-1] if g.ndim else 0
+        out = np.zeros((self.num_weights, dim), g.dtype)
+        rows = g.reshape(-1, dim) * self.scale[:, None].astype(g.dtype)
+        np.add.at(out, self.flat, rows)
+        return out
+
+    def select(self, gg):
+        """The transpose of accumulate: rows of gg read at the indices, scaled."""
+        rows = gg[self.flat] * self.scale[:, None].astype(gg.dtype)
+        return rows.reshape(self.indices.shape + (gg.shape[1],))
+
+
+def _embedding_backward(node, g):
+    return _embedding_accumulate(g, node.lookup)
+
+
+def _accumulate_backward(node, gg):
+    result = _wrap(node.lookup.select(gg._data))
+    if rec.needs_grad(gg):
+        inner = rec.record(_EmbeddingDenseBackwardNode, (gg,), result)
+        inner.lookup = node.lookup
+    return result
+
+
+_EmbeddingNode = rec.node_class("EmbeddingBackward", _embedding_backward)
+_EmbeddingDenseBackwardNode = rec.node_class("EmbeddingDenseBackwardBackward",
+                                             lambda node, g: _embedding_accumulate(g, node.lookup))
+_EmbeddingAccumulateNode = rec.node_class("EmbeddingBackwardBackward", _accumulate_backward)
+
+
+def _embedding_accumulate(g, lookup):
+    result = _wrap(lookup.accumulate(g._data))
+    if rec.needs_grad(g):
+        node = rec.record(_EmbeddingAccumulateNode, (g,), result)
+        node.lookup = lookup
+    return result
+
+
+def _renorm_rows(weight, indices, max_norm, norm_type):
+    """torch's embedding_renorm_: rows used by indices scaled down to max_norm, in place, untracked."""
+    rows = np.unique(indices)
+    data = weight._data
+    norms = quietly(lambda: np.linalg.norm(data[rows].astype(np.float64), ord=norm_type, axis=1))
+    over = norms > max_norm
+    if over.any():
+        scale = max_norm / (norms[over] + 1e-7)
+        data[rows[over]] = (data[rows[over]] * scale[:, None]).astype(data.dtype)
+        weight._bump_version()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """weight[input]: rows of a (num_embeddings, dim) table; padding_idx's row gets no gradient."""
+    idx = host_tensor(input, "embedding")
+    w = host_tensor(weight, "embedding", "weight")
+    if w._data.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    num = w._data.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    if idx._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar "
+                           "types: Long, Int; but got cextend.%sTensor instead (while checking arguments "
+                           "for embedding)" % torch_name(idx._data.dtype))
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True): cextend has no sparse tensors; use sparse=False "
+                                  "(dense gradient)")
+    indices = idx._data.astype(np.intp)
+    if indices.size and (indices.min() < 0 or indices.max() >= num):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _renorm_rows(w, indices, max_norm, norm_type)
+    result = _wrap(w._data[indices])
+    if rec.needs_grad(w):
+        node = rec.record(_EmbeddingNode, (w,), result)
+        node.lookup = _Lookup(indices, num, padding_idx, scale_grad_by_freq)
+    return result
+
+
+# -- one_hot and normalize ------------------------------------------------------------------------
+
+def one_hot(tensor, num_classes=-1):
+    """int64 (*, num_classes) with a 1 at each value; num_classes=-1 means max + 1."""
+    t = host_tensor(tensor, "one_hot", "tensor")
+    if t._data.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    data = t._data
+    if num_classes == -1:
+        if data.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(data.max()) + 1
+    if data.size:
+        if data.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if data.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes < 0:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(data.shape + (num_classes,), np.int64)
+    if data.size:
+        np.put_along_axis(out, data[..., None], 1, -1)
+    return _wrap(out)
+
+
+def _norm_backward(node, g, x, norm):
+    """torch's norm_backward for a p-norm along dim (kept): zero where the norm is zero."""
+    p = node.p
+    if p == 0:
+        return g * 0 * x
+    if p == 1:
+        return x.sgn() * g
+    if p == 2:
+        return g * (x / norm).masked_fill(norm == 0, 0)
+    if math.isinf(p):
+        is_max = ((x.abs() == norm).logical_or(x.isnan().logical_and(norm.isnan()))).to(x.dtype)
+        return x.sign() * is_max * (g / is_max.sum(node.dim, keepdim=True))
+    if p < 1:
+        scaled = x.sgn() * x.abs().pow(p - 1).masked_fill(x == 0, 0)
+        return scaled * g * norm.pow(1 - p)
+    scaled = x.sgn() * x.abs().pow(p - 1) if p < 2 else x * x.abs().pow(p - 2)
+    return scaled * (g / norm.pow(p - 1)).masked_fill(norm == 0, 0)
+
+
+_NormNode = rec.node_class("LinalgVectorNormBackward", _norm_backward)
+
+
+def _vector_norm(x, p, dim):
+    """||x||_p along dim, keepdim (torch.linalg.vector_norm), differentiable any number of times."""
+    out = quietly(_norm_array, np.abs(x._data), p, dim)
+    result = _wrap(np.asarray(out, x._data.dtype))
+    if rec.needs_grad(x):
+        node = rec.record(_NormNode, (x,), result)
+        node.p, node.dim = p, dim
+        node._saved = (rec.save(x), rec.save_output(result))
+    return result
+
+
+def _norm_array(data, p, dim):
+    if p == 0:
+        out = (data != 0).sum(axis=dim, keepdims=True).astype(data.dtype)
+    elif math.isinf(p):
+        out = (data.max if p > 0 else data.min)(axis=dim, keepdims=True) if data.size else \
+            np.zeros(data.shape[:dim] + (1,) + data.shape[dim + 1:], data.dtype)
+    else:
+        out = np.power(np.power(data, p).sum(axis=dim, keepdims=True), 1.0 / p)
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    from cextend.tensor import _dim
+    x = host_tensor(input, "normalize")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           "Got %s" % torch_name(x._data.dtype))
+    d = _dim(dim, x._data.ndim)
+    source = x.reshape(1) if x._data.ndim == 0 else x
+    denom = _vector_norm(source, float(p), d).clamp_min(eps).expand_as(source)
+    if x._data.ndim == 0:
+        denom = denom.reshape(())
+    if out is not None:
+        from cextend._ops.arithmetic import div
+        return div(x, denom, out=out)
+    return x / denom
+
+
+# -- the table entries (torch.nn.functional only) -------------------------------------------------
+
+def _nn_only(name, function, samples, **info):
+    register(name, function, method=False, module=False, family="nn", samples=samples, call=function, **info)
+
+
+_nn_only("layer_norm", layer_norm, S.layer_norm_samples())
+_nn_only("dropout", dropout, S.dropout_samples())
+_nn_only("embedding", embedding, S.embedding_samples())
+_nn_only("one_hot", one_hot, S.one_hot_samples(), gradcheck=False, integer_inputs=True)
+_nn_only("normalize", normalize, S.normalize_samples())

@@ -1,0 +1,20 @@
+"""Dropout: zeroes elements with probability p while training, identity in eval."""
+from cextend.nn import functional as F
+from cextend.nn.module import Module
+
+
+class Dropout(Module):
+    """Masks come from cextend's global generator, so manual_seed repeats them."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError("dropout probability has to be between 0 and 1, but got %s" % (p,))
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return "p=%s, inplace=%s" % (self.p, self.inplace)
