@@ -10,8 +10,9 @@ from cextend import _dtype  # noqa: E402
 from cextend._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int32,
                             int64, long, uint8)
 from cextend._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,
-                                full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
-                                randn_like, range, tensor, zeros, zeros_like)
+                                full_like, linspace, logspace, normal, ones, ones_like, rand, rand_like,
+                                randint, randint_like, randn, randn_like, randperm, range, tensor, zeros,
+                                zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -32,6 +33,11 @@ from cextend import _ops  # noqa: E402
 
 _ops.install(globals())
 from cextend._ops.reduction import return_types  # noqa: E402,F401
+from cextend import _legacy  # noqa: E402
+from cextend._legacy import get_default_dtype, set_default_dtype  # noqa: E402,F401
+
+Tensor.type = _legacy.tensor_type
+globals().update(_legacy.TYPES)     # FloatTensor, DoubleTensor, LongTensor, IntTensor, ByteTensor, ...
 from cextend import _promotion  # noqa: E402
 
 

@@ -11,8 +11,12 @@ from cextend import _dtype, _random
 from cextend.tensor import Tensor, _sizes, _wrap
 
 
-def _numpy_dtype(dtype, default=_dtype.DEFAULT_FLOAT):
-    return (default if dtype is None else _dtype.as_dtype(dtype)).numpy
+def _numpy_dtype(dtype, default=None):
+    """The numpy dtype for dtype=; None means `default` (the default float,
+    read at call time so set_default_dtype applies)."""
+    if dtype is not None:
+        return _dtype.as_dtype(dtype).numpy
+    return (default or _dtype.DEFAULT_FLOAT).numpy
 
 
 def _finish(array, requires_grad, device=None):
@@ -32,6 +36,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     _check_device(device)
     if isinstance(data, Tensor):
         array = data._data.copy()
+    elif isinstance(data, (list, tuple)) and _holds_tensors(data):
+        return tensor(_unwrap_nested(data), dtype=dtype, device=device, requires_grad=requires_grad)
     elif isinstance(data, np.ndarray):
         _dtype.from_numpy(data.dtype)
         array = np.array(data, dtype=data.dtype.newbyteorder("="), copy=True)
@@ -51,6 +57,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if dtype is not None:
         array = array.astype(_numpy_dtype(dtype))
     return _finish(array, requires_grad, device)
+
+
+def _holds_tensors(data):
+    return any(isinstance(d, Tensor) or (isinstance(d, (list, tuple)) and _holds_tensors(d)) for d in data)
+
+
+def _unwrap_nested(data):
+    """Nested lists of scalar tensors as nested lists of numbers (their dtype
+    kept: a list of float tensors stays floating)."""
+    if isinstance(data, Tensor):
+        if data._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data._data.item()
+    return [_unwrap_nested(d) for d in data]
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -96,9 +116,14 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     return _filled(np.empty, size, dtype, requires_grad, device)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    if dtype is None and isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, bool):
-        dtype = _dtype.int64
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        if isinstance(fill_value, (bool, np.bool_)):
+            dtype = _dtype.bool
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = _dtype.int64
     return _filled(lambda s, d: np.full(s, fill_value, d), (size,), dtype, requires_grad, device)
 
 
@@ -118,24 +143,77 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     return _finish(rng.random(_sizes(size)).astype(numpy_dtype), requires_grad, device)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None, generator=None):
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None,
+            requires_grad=False):
+    """Integers uniform in [low, high); randint(high, size) and randint(low, high, size)."""
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high))
     _check_device(device)
     rng = generator or _random.generator()
-    return _wrap(rng.integers(low, high, _sizes((size,))).astype(_numpy_dtype(dtype, _dtype.int64)))
+    return _finish(rng.integers(low, high, _sizes((size,))).astype(_numpy_dtype(dtype, _dtype.int64)),
+                   requires_grad, device)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+
+def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False):
+    """A random permutation of 0..n-1 (int64 by default)."""
+    if n < 0:
+        raise RuntimeError("n must be non-negative, got%d" % n)
+    rng = generator or _random.generator()
+    return _finish(rng.permutation(n).astype(_numpy_dtype(dtype, _dtype.int64)), requires_grad, device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None):
+    """Samples of N(mean, std): mean and std may be tensors (broadcast) or numbers (with size)."""
+    rng = generator or _random.generator()
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: size is required "
+                            "when mean and std are numbers")
+        if std < 0:
+            raise RuntimeError("normal expects std >= 0.0, but found std %g" % std)
+        return _wrap(rng.normal(mean, std, _sizes((size,))).astype(_numpy_dtype(dtype)))
+    ref = mean if mean_t else std
+    m = mean._data if mean_t else mean
+    sd = std._data if std_t else std
+    if np.any(np.asarray(sd) < 0):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    shape = np.broadcast_shapes(np.shape(m), np.shape(sd))
+    draw = rng.standard_normal(shape) * sd + m
+    return _wrap(np.asarray(draw, ref._data.dtype if ref._data.dtype.kind == "f" else _numpy_dtype(None)))
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     _check_device(device)
     if dtype is None:
         integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
         dtype = _dtype.int64 if integral else _dtype.DEFAULT_FLOAT
-    return _finish(np.arange(start, end, step).astype(_numpy_dtype(dtype)), requires_grad)
+    numpy_dtype = _numpy_dtype(dtype)
+    count = int(np.ceil((end - start) / step))
+    # torch: start + i * step in double, then cast (not numpy's accumulated steps)
+    values = start + np.arange(max(count, 0), dtype=np.float64) * step
+    if numpy_dtype.kind in "iu" and all(isinstance(v, numbers.Integral) for v in (start, end, step)):
+        values = start + np.arange(max(count, 0), dtype=np.int64) * step
+    return _finish(values.astype(numpy_dtype), requires_grad, device)
 
 
 def range(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -153,40 +231,64 @@ def range(start, end=None, step=1, dtype=None, device=None, requires_grad=False)
     return _finish(values.astype(_numpy_dtype(dtype)), requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    """steps values from start to end, computed as torch does: from start for
+    the first half and back from end for the second, in the output dtype."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     _check_device(device)
-    return _finish(np.linspace(start, end, steps).astype(_numpy_dtype(dtype)), requires_grad)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    numpy_dtype = _numpy_dtype(dtype)
+    work = numpy_dtype if numpy_dtype.kind == "f" else np.dtype(np.float64)
+    if steps == 1:
+        values = np.full(1, start, work)
+    else:
+        index = np.arange(steps)
+        step = (work.type(end) - work.type(start)) / work.type(max(steps - 1, 1))
+        halfway = steps // 2
+        values = np.where(index < halfway, work.type(start) + step * index.astype(work),
+                          work.type(end) - step * (steps - index - 1).astype(work))
+    return _finish(values.astype(numpy_dtype), requires_grad, device)
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None):
+    numpy_dtype = _numpy_dtype(dtype)
+    exponents = linspace(start, end, steps, dtype=_dtype.float64)._data
+    return _finish(np.power(base, exponents).astype(numpy_dtype), requires_grad, device)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     _check_device(device)
     return _finish(np.eye(n, m, dtype=_numpy_dtype(dtype)), requires_grad)
 
 
-def _like(make, t, dtype, requires_grad):
+def _like(make, t, dtype, requires_grad, device=None):
+    if not isinstance(t, Tensor):
+        raise TypeError("expected a Tensor as input, got %s" % type(t).__name__)
     numpy_dtype = t._data.dtype if dtype is None else _numpy_dtype(dtype)
-    return _finish(make(t._data.shape, numpy_dtype), requires_grad)
+    on_device = device if device is not None else ("cuda" if t.is_cuda else None)
+    return _finish(make(t._data.shape, numpy_dtype), requires_grad, on_device)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
-    return _like(np.zeros, t, dtype, requires_grad)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.zeros, input, dtype, requires_grad, device)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
-    return _like(np.ones, t, dtype, requires_grad)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.ones, input, dtype, requires_grad, device)
 
 
-def empty_like(t, dtype=None, requires_grad=False):
-    return _like(np.empty, t, dtype, requires_grad)
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.empty, input, dtype, requires_grad, device)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
-    return _like(lambda s, d: np.full(s, fill_value, d), t, dtype, requires_grad)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(lambda s, d: np.full(s, fill_value, d), input, dtype, requires_grad, device)
 
 
-def randn_like(t, dtype=None, requires_grad=False):
-    return randn(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return randn(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
-    return rand(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)

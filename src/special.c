@@ -146,11 +146,37 @@ static double cx_hurwitz_zeta(double s, double q)
     return sum;
 }
 
-/* polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0. */
+/*
+ * trigamma (polygamma 1) as torch computes it, so results agree to the bit:
+ * reflection below 1/2, six steps of psi'(x) = psi'(x + 1) + 1/x^2, then the
+ * asymptotic series.  (Its error, about 1e-10, is torch's.)
+ */
+static double cx_trigamma(double x)
+{
+    double sign = 1.0;
+    double result = 0.0;
+    if (x < 0.5) {
+        sign = -1.0;
+        double s = sin(CX_PI * x);
+        result -= (CX_PI * CX_PI) / (s * s);
+        x = 1.0 - x;
+    }
+    for (int i = 0; i < 6; ++i) {
+        result += 1.0 / (x * x);
+        x += 1.0;
+    }
+    double ixx = 1.0 / (x * x);
+    result += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x;
+    return sign * result;
+}
+
+/* polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 2; digamma and trigamma below. */
 static double cx_polygamma(int64_t n, double x)
 {
     if (n == 0)
         return cx_digamma(x);
+    if (n == 1)
+        return cx_trigamma(x);
     double factorial = 1.0;
     for (int64_t k = 2; k <= n; ++k)
         factorial *= (double)k;

@@ -52,7 +52,9 @@ def _sample(name, index):
 
 
 def _call(info, args, kwargs):
-    return (info.call or info.function)(*args, **kwargs)
+    if info.call is not None:
+        return info.call(cx, *args, **kwargs)
+    return info.function(*args, **kwargs)
 
 
 def _differentiable(outputs):
@@ -134,3 +136,56 @@ def test_inplace_matches_out_of_place(name, index):
         return
     assert result is target and target._version > version
     np.testing.assert_array_equal(target.numpy(), expected.numpy().astype(target.numpy().dtype))
+
+
+try:
+    import torch
+except ImportError:     # the torch comparison below skips, saying why
+    torch = None
+
+
+def _torch_value(value):
+    if isinstance(value, Const):
+        return torch.from_numpy(np.array(value.array))
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value.copy())
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], np.ndarray):
+        return type(value)(_torch_value(v) for v in value)
+    return value
+
+
+def _torch_callable(name, info):
+    if info.call is not None:
+        return lambda *args, **kwargs: info.call(torch, *args, **kwargs)
+    if info.module and hasattr(torch, name):
+        return getattr(torch, name)
+    if hasattr(torch.Tensor, name):
+        return lambda x, *args, **kwargs: getattr(x, name)(*args, **kwargs)
+    return None
+
+
+def _outputs(result):
+    if isinstance(result, tuple):
+        return list(result)
+    return [result]
+
+
+@pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: cross-check skipped")
+@pytest.mark.parametrize("name,index", _cases("difftest"))
+def test_matches_torch(name, index):
+    info, sample = _sample(name, index)
+    theirs_fn = _torch_callable(name, info)
+    if theirs_fn is None:
+        pytest.skip("torch has no %s" % name)
+    ours = _outputs(_call(info, [_convert(a, "contiguous", False) for a in sample.args],
+                          {k: _convert(v, "contiguous", False) for k, v in sample.kwargs.items()}))
+    theirs = _outputs(theirs_fn(*[_torch_value(a) for a in sample.args],
+                                **{k: _torch_value(v) for k, v in sample.kwargs.items()}))
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        if not isinstance(t, torch.Tensor):
+            assert o == t
+            continue
+        assert str(t.dtype) == "torch." + o.dtype.name, (o.dtype, t.dtype)
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12, atol=1e-12, equal_nan=True)

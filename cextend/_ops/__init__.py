@@ -1,8 +1,9 @@
 """The op table and its families.  Importing this package registers every
 op; install() attaches them to Tensor and to the cextend namespace."""
 from cextend._ops import registry
-from cextend._ops import (arithmetic, conversion, indexing, joining, linalg,  # noqa: F401
-                          pointwise, reduction, shape)
+from cextend._ops import (arithmetic, conversion, einsum, gather_scatter, indexing,  # noqa: F401
+                          joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
+                          statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
 from cextend._ops.registry import OPS
 

@@ -341,7 +341,7 @@ def fmod(input, other, *, out=None):
 
 
 @register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
-          samples=S.binary(), family="arithmetic")
+          samples=S.binary(tensor_other=True), family="arithmetic")
 def atan2(input, other, *, out=None):
     return _ATAN2(input, other, out)
 
@@ -497,7 +497,7 @@ _WhereNode = rec.node_class("WhereBackward", _where_backward)
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
-        from cextend._ops.indexing import nonzero
+        from cextend._ops.gather_scatter import nonzero
         return nonzero(condition, as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":

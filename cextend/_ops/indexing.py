@@ -75,6 +75,18 @@ def _advanced_key(parts):
     return tuple(key), sources
 
 
+def _legacy_scalar_index(x, parts):
+    """torch 0.4's `loss.data[0]` on a 0-d tensor: the tensor itself, with its
+    warning (torch 2 raises IndexError; a documented deviation, see README)."""
+    if x._data.ndim == 0 and len(parts) == 1 and type(parts[0]) is int and parts[0] in (0, -1):
+        import warnings
+        warnings.warn("invalid index of a 0-dim tensor. This will be an error in PyTorch 0.5. Use "
+                      "tensor.item() to convert a 0-dim tensor to a Python number", UserWarning,
+                      stacklevel=3)
+        return True
+    return False
+
+
 def _check_key(x, parts):
     if type(x._data) is DeviceArray:
         raise TypeError("indexing is not supported on cuda tensors; move the tensor with .cpu() first")
@@ -87,6 +99,8 @@ def _check_key(x, parts):
 
 def getitem(self, key):
     parts = _parts(key)
+    if _legacy_scalar_index(self, parts):
+        return _slice_view(self, self._data.view(), lambda t: t.view_as(t), _SliceNode)
     _check_key(self, parts)
     if _is_basic(parts):
         np_key = _basic_key(parts, self._data.ndim)

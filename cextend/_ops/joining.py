@@ -97,12 +97,12 @@ def stack(tensors, dim=0, *, out=None):
     return result
 
 
-def _cat_call(*tensors, dim=0):
-    return cat(list(tensors), dim)
+def _cat_call(lib, *tensors, dim=0):
+    return lib.cat(list(tensors), dim)
 
 
-def _stack_call(*tensors, dim=0):
-    return stack(list(tensors), dim)
+def _stack_call(lib, *tensors, dim=0):
+    return lib.stack(list(tensors), dim)
 
 
 register("cat", cat, method=False, aliases=("concat", "concatenate"), family="joining",

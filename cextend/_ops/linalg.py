@@ -21,6 +21,21 @@ def gemm(a, b):
     return a @ b
 
 
+def batched_gemm(a, b):
+    """a @ b for arrays of >= 2 dims with broadcasting batch dims: one C GEMM
+    per matrix of the batch (each reads its operands in place, strided)."""
+    if not (a.dtype == b.dtype and a.dtype in _FLOATS and type(a) is np.ndarray and type(b) is np.ndarray):
+        return np.matmul(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a_full = np.broadcast_to(a, batch + a.shape[-2:])
+    b_full = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (a.shape[-2], b.shape[-1]), a.dtype)
+    from cextend import ops
+    for index in np.ndindex(*batch):
+        out[index] = ops.linear_forward(a_full[index], b_full[index].T)
+    return out
+
+
 def _mm_backward(node, g, a, b):
     return (g.mm(b.t()) if node.needs(0) else None,
             a.t().mm(g) if node.needs(1) else None)
@@ -73,7 +88,7 @@ def _batched(a, b):
                                                list(b._data.shape[:-2]), b._data.shape[-2]))
     _check_same_dtype(a, b, "matmul")
     from cextend.tensor import _wrap
-    result = _wrap(np.asarray(np.matmul(a._data, b._data)))
+    result = _wrap(np.asarray(batched_gemm(a._data, b._data)))
     if rec.needs_grad(a, b):
         node = rec.record(_BmmNode, (a, b), result)
         node._saved = (rec.save(a), rec.save(b))
@@ -140,3 +155,130 @@ def _rmatmul(self, other):
 
 method("__matmul__", lambda self, other: matmul(self, other) if hasattr(other, "_data") else NotImplemented)
 method("__rmatmul__", _rmatmul)
+
+
+def bmm(input, mat2, *, out=None):
+    a, b = require_tensor(input, "bmm"), require_tensor(mat2, "bmm", "mat2")
+    if a._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b._data.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
+        raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [%d, %d] but "
+                           "got: [%d, %d]." % (a._data.shape[0], a._data.shape[2], b._data.shape[0],
+                                               b._data.shape[1]))
+    result = _batched(a, b)
+    return result if out is None else rec.write_out(out, result._data, "bmm")
+
+
+def _addmm_backward(node, g, mat1, mat2):
+    beta, alpha = node.beta, node.alpha
+    grad_input = (g if beta == 1 else g * beta) if node.needs(0) else None
+    grad1 = grad2 = None
+    if node.needs(1):
+        grad1 = g.matmul(mat2.transpose(-1, -2))
+        grad1 = grad1 if alpha == 1 else grad1 * alpha
+    if node.needs(2):
+        grad2 = mat1.transpose(-1, -2).matmul(g)
+        grad2 = grad2 if alpha == 1 else grad2 * alpha
+    return grad_input, grad1, grad2
+
+
+_AddmmNode = rec.node_class("AddmmBackward", _addmm_backward)
+_BaddbmmNode = rec.node_class("BaddbmmBackward", _addmm_backward)
+
+
+def _add_scaled_product(name, node_cls, input, m1, m2, beta, alpha, product):
+    x = require_tensor(input, name)
+    if x._data.dtype != product.dtype:
+        raise RuntimeError("%s: expected self and mat2 to have the same dtype, but got: %s != %s"
+                           % (name, x.dtype.name, m2.dtype.name))
+    if beta == 0:
+        data = product if alpha == 1 else product * alpha
+        data = np.broadcast_to(data, np.broadcast_shapes(x._data.shape, data.shape)).copy()
+    else:
+        scaled = x._data if beta == 1 else x._data * beta
+        data = scaled + (product if alpha == 1 else product * alpha)
+    if np.broadcast_shapes(x._data.shape, product.shape) != product.shape:
+        raise RuntimeError("%s: the input of shape %s cannot be broadcast to the product's shape %s"
+                           % (name, list(x._data.shape), list(product.shape)))
+    from cextend.tensor import _wrap
+    result = _wrap(np.asarray(data, product.dtype))
+    if rec.needs_grad(x, m1, m2):
+        node = rec.record(node_cls, (x, m1, m2), result)
+        node.beta, node.alpha = beta, alpha
+        node._saved = (rec.save(m1), rec.save(m2))
+    return result
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    a, b = require_tensor(mat1, "addmm", "mat1"), require_tensor(mat2, "addmm", "mat2")
+    if a._data.ndim != 2 or b._data.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got %d-D tensor" % a._data.ndim if a._data.ndim != 2
+                           else "mat2 must be a matrix, got %d-D tensor" % b._data.ndim)
+    if a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
+                           % (a._data.shape + b._data.shape))
+    _check_same_dtype(a, b, "addmm")
+    result = _add_scaled_product("addmm", _AddmmNode, input, a, b, beta, alpha, gemm(a._data, b._data))
+    return result if out is None else rec.write_out(out, result._data, "addmm")
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    a, b = require_tensor(batch1, "baddbmm", "batch1"), require_tensor(batch2, "baddbmm", "batch2")
+    if a._data.ndim != 3 or b._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
+    if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
+        raise RuntimeError("baddbmm: batch1 %s and batch2 %s cannot be multiplied"
+                           % (list(a._data.shape), list(b._data.shape)))
+    _check_same_dtype(a, b, "baddbmm")
+    result = _add_scaled_product("baddbmm", _BaddbmmNode, input, a, b, beta, alpha,
+                                 batched_gemm(a._data, b._data))
+    return result if out is None else rec.write_out(out, result._data, "baddbmm")
+
+
+def mv(input, vec, *, out=None):
+    a, v = require_tensor(input, "mv"), require_tensor(vec, "mv", "vec")
+    if a._data.ndim != 2 or v._data.ndim != 1:
+        raise RuntimeError("vector + matrix @ vector expected, got %d, %d" % (a._data.ndim, v._data.ndim))
+    if a._data.shape[1] != v._data.shape[0]:
+        raise RuntimeError("size mismatch, got input (%d), mat (%dx%d), vec (%d)"
+                           % (a._data.shape[0], a._data.shape[0], a._data.shape[1], v._data.shape[0]))
+    return matmul(a, v, out=out)
+
+
+def dot(input, tensor, *, out=None):
+    a, b = require_tensor(input, "dot"), require_tensor(tensor, "dot", "tensor")
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError("1D tensors expected, but got %dD and %dD tensors" % (a._data.ndim, b._data.ndim))
+    return matmul(a, b, out=out)
+
+
+def outer(input, vec2, *, out=None):
+    a, b = require_tensor(input, "outer"), require_tensor(vec2, "outer", "vec2")
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError("outer: expected 1-D tensors, got %dD and %dD" % (a._data.ndim, b._data.ndim))
+    result = a.unsqueeze(1) * b.unsqueeze(0)
+    return result if out is None else rec.write_out(out, result._data, "outer")
+
+
+def _bmm_samples(rng):
+    yield Sample(rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5)))
+    yield Sample(rng.standard_normal((1, 1, 4)), rng.standard_normal((1, 4, 1)))
+
+
+register("bmm", bmm, samples=_bmm_samples, family="linalg")
+register("addmm", addmm, family="linalg",
+         samples=lambda rng: iter([Sample(rng.standard_normal((3, 5)), rng.standard_normal((3, 4)),
+                                          rng.standard_normal((4, 5))),
+                                   Sample(rng.standard_normal((5,)), rng.standard_normal((3, 4)),
+                                          rng.standard_normal((4, 5)), beta=0.5, alpha=2.0)]))
+register("baddbmm", baddbmm, family="linalg",
+         samples=lambda rng: iter([Sample(rng.standard_normal((2, 3, 5)), rng.standard_normal((2, 3, 4)),
+                                          rng.standard_normal((2, 4, 5)), beta=0.5, alpha=-1.5)]))
+register("mv", mv, family="linalg",
+         samples=lambda rng: iter([Sample(rng.standard_normal((3, 4)), rng.standard_normal((4,)))]))
+register("dot", dot, family="linalg",
+         samples=lambda rng: iter([Sample(rng.standard_normal((4,)), rng.standard_normal((4,)))]))
+register("outer", outer, aliases=("ger",), family="linalg",
+         samples=lambda rng: iter([Sample(rng.standard_normal((3,)), rng.standard_normal((4,)))]))

@@ -70,7 +70,7 @@ class OpInfo:
         self.difftest = difftest
         self.family = family
         self.integer_inputs = integer_inputs     # samples are meaningful on int tensors too
-        self.call = call                         # how tests call it, if not cextend.NAME(*args)
+        self.call = call                         # call(lib, *args): how to call it in cextend or torch
         self.tolerance = tolerance               # (rtol, atol) override for float32 comparisons
 
     def __repr__(self):

@@ -1,0 +1,223 @@
+"""Cumulative ops along a dim: cumsum, cumprod, cummax, cummin, logcumsumexp."""
+import numpy as np
+
+from cextend import _dtype
+from cextend._fpe import quietly
+from cextend._ops import _record as rec
+from cextend._ops._operands import require_tensor
+from cextend._ops.reduction import return_types
+from cextend._ops.registry import Sample, register
+
+
+def _dim_of(x, dim):
+    from cextend.tensor import _dim
+    return _dim(dim, x._data.ndim)
+
+
+def _scan_dtype(x, dtype):
+    if dtype is not None:
+        return _dtype.as_dtype(dtype).numpy
+    return np.dtype(np.int64) if x._data.dtype.kind in "iub" else x._data.dtype
+
+
+def _reverse_cumsum(g, dim):
+    return g.flip(dim).cumsum(dim).flip(dim)
+
+
+def _cumsum_backward(node, g):
+    if node.ndim == 0:
+        return g
+    return _reverse_cumsum(g, node.dim)
+
+
+_CumsumNode = rec.node_class("CumsumBackward", _cumsum_backward)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    x = require_tensor(input, "cumsum")
+    d = _dim_of(x, dim)
+    dt = _scan_dtype(x, dtype)
+    data = x._data.astype(dt) if x._data.dtype != dt else x._data
+    result = np.cumsum(data, axis=d, dtype=dt) if data.ndim else data.copy()
+    if out is not None:
+        rec.check_out(out, "cumsum", x)
+        return rec.write_out(out, result, "cumsum")
+    from cextend.tensor import _wrap
+    t = _wrap(np.asarray(result))
+    if rec.needs_grad(x):
+        node = rec.record(_CumsumNode, (x,), t)
+        node.dim, node.ndim = d, x._data.ndim
+    return t
+
+
+def _cumsum_inplace(self, dim, *, dtype=None):
+    return self.copy_(cumsum(self, dim, dtype=dtype))
+
+
+def _cumprod_backward(node, g, x, result):
+    """d/dx_k of sum_j g_j prod_{i<=j} x_i.  Without zeros: the reverse
+    cumsum of g*result, divided by x.  With zeros that division is 0/0, so
+    the sum is built by the recurrence S_k = g_k + x_{k+1} S_{k+1} times the
+    exclusive prefix product (torch does the same work another way)."""
+    if node.ndim == 0:
+        return g
+    d = node.dim
+    if not (x == 0).any().item():
+        return _reverse_cumsum(g * result, d) / x
+    n = x.shape[d]
+    from cextend._ops.joining import stack
+    suffix = [None] * n
+    running = g.select(d, n - 1)
+    suffix[n - 1] = running
+    for k in range(n - 2, -1, -1):
+        running = g.select(d, k) + x.select(d, k + 1) * running
+        suffix[k] = running
+    ones_shape = list(x.shape)
+    ones_shape[d] = 1
+    from cextend._ops.joining import cat
+    shifted = cat([x.new_ones(ones_shape), x.narrow(d, 0, n - 1)], d) if n > 1 else x.new_ones(ones_shape)
+    prefix = shifted.cumprod(d)
+    return prefix * stack(suffix, d)
+
+
+_CumprodNode = rec.node_class("CumprodBackward", _cumprod_backward)
+
+
+def cumprod(input, dim, *, dtype=None, out=None):
+    x = require_tensor(input, "cumprod")
+    d = _dim_of(x, dim)
+    dt = _scan_dtype(x, dtype)
+    data = x._data.astype(dt) if x._data.dtype != dt else x._data
+    result = quietly(np.cumprod, data, d, dt) if data.ndim else data.copy()
+    if out is not None:
+        rec.check_out(out, "cumprod", x)
+        return rec.write_out(out, result, "cumprod")
+    from cextend.tensor import _wrap
+    t = _wrap(np.asarray(result))
+    if rec.needs_grad(x):
+        node = rec.record(_CumprodNode, (x,), t)
+        node.dim, node.ndim = d, x._data.ndim
+        node._saved = (rec.save(x), rec.save_output(t))
+    return t
+
+
+def _cumprod_inplace(self, dim, *, dtype=None):
+    return self.copy_(cumprod(self, dim, dtype=dtype))
+
+
+def _scan_samples(rng):
+    yield Sample(rng.uniform(-2, 2, (3, 4)), 1)
+    yield Sample(rng.uniform(-2, 2, (2, 3, 4)), 0)
+    yield Sample(rng.uniform(-2, 2, (5,)), -1)
+    yield Sample(rng.uniform(-2, 2, ()), 0)
+
+
+def _cumprod_samples(rng):
+    yield from _scan_samples(rng)
+    with_zero = rng.uniform(-2, 2, (2, 5))
+    with_zero[0, 2] = 0.0
+    with_zero[1, 1] = with_zero[1, 3] = 0.0
+    yield Sample(with_zero, 1, note="zeros")
+
+
+register("cumsum", cumsum, inplace=_cumsum_inplace, samples=_scan_samples, family="scan",
+         integer_inputs=True)
+register("cumprod", cumprod, inplace=_cumprod_inplace, samples=_cumprod_samples, family="scan",
+         integer_inputs=True)
+
+
+def _cum_extreme_backward(node, grads, indices):
+    g = grads[0]
+    if g is None:
+        return None
+    if node.ndim == 0:
+        return g
+    return _scatter_add_along(g, indices._data, node.dim, node.in_shape)
+
+
+def _scatter_add_along(g, index, dim, shape):
+    from cextend._ops.gather_scatter import scatter_add
+    from cextend.tensor import _wrap
+    zeros = _wrap(np.zeros(shape, g._data.dtype))
+    return scatter_add(zeros, dim, _wrap(index), g)
+
+
+_CummaxNode = rec.node_class("CummaxBackward", _cum_extreme_backward, multi_output=True)
+_CumminNode = rec.node_class("CumminBackward", _cum_extreme_backward, multi_output=True)
+
+
+def _cum_extreme(x, dim, is_max, name):
+    d = _dim_of(x, dim)
+    data = x._data
+    from cextend.tensor import _wrap
+    if data.ndim == 0:
+        values, indices = data.copy(), np.zeros((), np.int64)
+    else:
+        moved = np.moveaxis(data, d, -1)
+        values = np.empty_like(moved)
+        indices = np.empty(moved.shape, np.int64)
+        if moved.shape[-1]:
+            best = moved[..., 0].copy()
+            where = np.zeros(moved.shape[:-1], np.int64)
+            for k in range(moved.shape[-1]):
+                current = moved[..., k]
+                # torch: NaN wins and sticks; ties move the index forward.
+                if data.dtype.kind == "f":
+                    take = np.isnan(current) | (~np.isnan(best) & ((current >= best) if is_max else (current <= best)))
+                else:
+                    take = (current >= best) if is_max else (current <= best)
+                best = np.where(take, current, best)
+                where = np.where(take, k, where)
+                values[..., k] = best
+                indices[..., k] = where
+        values, indices = np.moveaxis(values, -1, d), np.moveaxis(indices, -1, d)
+    v, i = _wrap(np.array(values, order="C")), _wrap(np.array(indices, order="C"))
+    if rec.needs_grad(x):
+        node = rec.record(_CummaxNode if is_max else _CumminNode, (x,), (v, None))
+        node.dim, node.ndim, node.in_shape = d, data.ndim, data.shape
+        node._saved = (i,)
+    return return_types["cummax" if is_max else "cummin"](v, i)
+
+
+def cummax(input, dim):
+    return _cum_extreme(require_tensor(input, "cummax"), dim, True, "cummax")
+
+
+def cummin(input, dim):
+    return _cum_extreme(require_tensor(input, "cummin"), dim, False, "cummin")
+
+
+register("cummax", cummax, samples=_scan_samples, family="scan", integer_inputs=True)
+register("cummin", cummin, samples=_scan_samples, family="scan", integer_inputs=True)
+
+
+def _logcumsumexp_backward(node, g, x, result):
+    if node.ndim == 0:
+        return g
+    # d/dx_k = sum_{j>=k} g_j exp(x_k - result_j): a reverse cumsum in a
+    # numerically safe form.
+    return _reverse_cumsum(g * (-result).exp(), node.dim) * x.exp()
+
+
+_LogcumsumexpNode = rec.node_class("LogcumsumexpBackward", _logcumsumexp_backward)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    x = require_tensor(input, "logcumsumexp")
+    d = _dim_of(x, dim)
+    from cextend._promotion import float_result
+    dt = float_result(x._data.dtype)
+    data = x._data.astype(dt)
+    result = quietly(np.logaddexp.accumulate, data, d) if data.ndim else data.copy()
+    from cextend.tensor import _wrap
+    t = _wrap(np.asarray(result, dt))
+    if out is not None:
+        return rec.write_out(out, t._data, "logcumsumexp")
+    if rec.needs_grad(x):
+        node = rec.record(_LogcumsumexpNode, (x,), t)
+        node.dim, node.ndim = d, x._data.ndim
+        node._saved = (rec.save(x), rec.save_output(t))
+    return t
+
+
+register("logcumsumexp", logcumsumexp, samples=_scan_samples, family="scan")

@@ -1,0 +1,143 @@
+"""Three-operand pointwise ops: lerp, addcmul, addcdiv (fused as torch's
+kernels are, so the rounding is theirs)."""
+import numpy as np
+
+from cextend._fpe import quietly
+from cextend._ops import _record as rec
+from cextend._ops._operands import as_array, is_tensor, require_operand, require_tensor
+from cextend._ops.arithmetic import check_broadcasts_into
+from cextend._ops.registry import Sample, register
+from cextend._promotion import result_type
+
+
+def _wrap(array):
+    from cextend.tensor import _wrap as wrap
+    return wrap(array)
+
+
+def _lerp_data(a, b, w):
+    # torch's kernel: from the nearer end, so lerp(a, b, 1) is exactly b.
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def _lerp_backward(node, g, start, end, weight):
+    grad_start = g * (1 - weight) if node.needs(0) else None
+    grad_end = g * weight if node.needs(1) else None
+    grad_weight = g * (end - start) if is_tensor(weight) and node.needs(2) else None
+    return grad_start, grad_end, grad_weight
+
+
+_LerpNode = rec.node_class("LerpBackward", _lerp_backward)
+
+
+def _lerp(start, end, weight, inplace=False):
+    a = require_tensor(start, "lerp")
+    b = require_tensor(end, "lerp", "end")
+    w = require_operand(weight, "lerp", "weight")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("expected dtype %s for `end` but got dtype %s" % (a.dtype.name, b.dtype.name))
+    dt = result_type(a, b, w)
+    if inplace:
+        check_broadcasts_into(a, b)
+        recording = rec.prepare_inplace(a, (b, w), dt)
+        node = rec.connect(_LerpNode(), (a, b, w)) if recording else None
+        saved = (rec.save(a.clone()), rec.save(b), rec.save(w)) if node is not None else None
+        a._data[...] = quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt))
+        rec.finish_inplace(a, node)
+        if node is not None:
+            node._saved = saved
+        return a
+    result = _wrap(np.asarray(quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt)), dt))
+    if rec.needs_grad(a, b, w):
+        node = rec.record(_LerpNode, (a, b, w), result)
+        node._saved = (rec.save(a), rec.save(b), rec.save(w))
+    return result
+
+
+def lerp(input, end, weight, *, out=None):
+    result = _lerp(input, end, weight)
+    return result if out is None else rec.write_out(out, result._data, "lerp")
+
+
+register("lerp", lerp, inplace=lambda self, end, weight: _lerp(self, end, weight, inplace=True),
+         family="pointwise",
+         samples=lambda rng: iter([Sample(rng.standard_normal((3, 4)), rng.standard_normal((3, 4)), 0.3),
+                                   Sample(rng.standard_normal((3, 4)), rng.standard_normal((4,)), 0.8),
+                                   Sample(rng.standard_normal((3, 4)), rng.standard_normal((3, 4)),
+                                          rng.uniform(0, 1, (3, 4)))]))
+
+
+def _addcmul_backward(node, g, t1, t2):
+    v = node.value
+    return (g if node.needs(0) else None,
+            g * (t2 * v) if node.needs(1) else None,
+            g * (t1 * v) if node.needs(2) else None)
+
+
+def _addcdiv_backward(node, g, t1, t2):
+    v = node.value
+    return (g if node.needs(0) else None,
+            g * (v / t2) if node.needs(1) else None,
+            -g * v * t1 / (t2 * t2) if node.needs(2) else None)
+
+
+_AddcmulNode = rec.node_class("AddcmulBackward", _addcmul_backward)
+_AddcdivNode = rec.node_class("AddcdivBackward", _addcdiv_backward)
+
+
+def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False):
+    x = require_tensor(input, name)
+    t1 = require_tensor(tensor1, name, "tensor1")
+    t2 = require_tensor(tensor2, name, "tensor2")
+    dt = result_type(x, t1, t2)
+    if name == "addcdiv" and dt.kind in "iub":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           "release addcdiv will perform a true division of tensor1 and tensor2.")
+
+    def compute():
+        v = np.asarray(value, dt) if dt.kind == "f" else value
+        return as_array(x, dt) + combine(v * as_array(t1, dt), as_array(t2, dt))
+    if inplace:
+        check_broadcasts_into(x, t1)
+        check_broadcasts_into(x, t2)
+        recording = rec.prepare_inplace(x, (t1, t2), dt)
+        node = rec.connect(node_cls(), (x, t1, t2)) if recording else None
+        saved = (rec.save(t1), rec.save(t2)) if node is not None else None
+        x._data[...] = quietly(compute)
+        rec.finish_inplace(x, node)
+        if node is not None:
+            node.value = value
+            node._saved = saved
+        return x
+    result = _wrap(np.asarray(quietly(compute), dt))
+    if rec.needs_grad(x, t1, t2):
+        node = rec.record(node_cls, (x, t1, t2), result)
+        node.value = value
+        node._saved = (rec.save(t1), rec.save(t2))
+    return result
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    result = _addc("addcmul", _AddcmulNode, np.multiply, input, tensor1, tensor2, value)
+    return result if out is None else rec.write_out(out, result._data, "addcmul")
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    result = _addc("addcdiv", _AddcdivNode, np.true_divide, input, tensor1, tensor2, value)
+    return result if out is None else rec.write_out(out, result._data, "addcdiv")
+
+
+def _addc_samples(positive=False):
+    def samples(rng):
+        third = (lambda s: rng.uniform(0.5, 2, s)) if positive else rng.standard_normal
+        yield Sample(rng.standard_normal((3, 4)), rng.standard_normal((3, 4)), third((3, 4)))
+        yield Sample(rng.standard_normal((3, 4)), rng.standard_normal((4,)), third((3, 1)), value=-0.5)
+    return samples
+
+
+register("addcmul", addcmul, family="pointwise", samples=_addc_samples(),
+         inplace=lambda self, t1, t2, *, value=1: _addc("addcmul", _AddcmulNode, np.multiply, self, t1, t2,
+                                                        value, inplace=True))
+register("addcdiv", addcdiv, family="pointwise", samples=_addc_samples(positive=True),
+         inplace=lambda self, t1, t2, *, value=1: _addc("addcdiv", _AddcdivNode, np.true_divide, self, t1,
+                                                        t2, value, inplace=True))
