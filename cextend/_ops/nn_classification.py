@@ -68,12 +68,14 @@ class _Picks:
         return out
 
 
-def _nll_backward(node, g):
-    return nll_scatter(g, node.picks)
+def _nll_backward(node, g, x):
+    return nll_scatter(g, node.picks, x)
 
 
 def _scatter_backward(node, gg):
-    return nll_gather(gg, node.picks)
+    # torch: grad_output's derivative is nll_loss(grad) again; self's is zeros_like(grad).
+    zeros = _wrap(np.zeros_like(gg._data)) if node.needs(1) else None
+    return (nll_gather(gg, node.picks) if node.needs(0) else None), zeros
 
 
 _NllLossNode = rec.node_class("NllLossBackward", _nll_backward)
@@ -85,13 +87,16 @@ def nll_gather(x, picks):
     if rec.needs_grad(x):
         node = rec.record(_NllLossNode, (x,), result)
         node.picks = picks
+        node._saved = (rec.save(x),)
     return result
 
 
-def nll_scatter(g, picks):
+def nll_scatter(g, picks, x):
+    """The backward of nll_gather; x (the forward input) is an input too, with a zero
+    derivative, so that the result is part of x's graph as in torch."""
     result = _wrap(quietly(picks.scatter, g._data))
-    if rec.needs_grad(g):
-        node = rec.record(_NllLossBackwardNode, (g,), result)
+    if rec.needs_grad(g, x):
+        node = rec.record(_NllLossBackwardNode, (g, x), result)
         node.picks = picks
     return result
 

@@ -6,7 +6,6 @@ dropout and normalize are composed from other ops exactly as torch
 composes them (x * mask / (1 - p); x / max(||x||_p, eps)), so their
 grad_fn and gradients are torch's.
 """
-import math
 import numbers
 
 import numpy as np
@@ -267,50 +266,6 @@ def one_hot(tensor, num_classes=-1):
     return _wrap(out)
 
 
-def _norm_backward(node, g, x, norm):
-    """torch's norm_backward for a p-norm along dim (kept): zero where the norm is zero."""
-    p = node.p
-    if p == 0:
-        return g * 0 * x
-    if p == 1:
-        return x.sgn() * g
-    if p == 2:
-        return g * (x / norm).masked_fill(norm == 0, 0)
-    if math.isinf(p):
-        is_max = ((x.abs() == norm).logical_or(x.isnan().logical_and(norm.isnan()))).to(x.dtype)
-        return x.sign() * is_max * (g / is_max.sum(node.dim, keepdim=True))
-    if p < 1:
-        scaled = x.sgn() * x.abs().pow(p - 1).masked_fill(x == 0, 0)
-        return scaled * g * norm.pow(1 - p)
-    scaled = x.sgn() * x.abs().pow(p - 1) if p < 2 else x * x.abs().pow(p - 2)
-    return scaled * (g / norm.pow(p - 1)).masked_fill(norm == 0, 0)
-
-
-_NormNode = rec.node_class("LinalgVectorNormBackward", _norm_backward)
-
-
-def _vector_norm(x, p, dim):
-    """||x||_p along dim, keepdim (torch.linalg.vector_norm), differentiable any number of times."""
-    out = quietly(_norm_array, np.abs(x._data), p, dim)
-    result = _wrap(np.asarray(out, x._data.dtype))
-    if rec.needs_grad(x):
-        node = rec.record(_NormNode, (x,), result)
-        node.p, node.dim = p, dim
-        node._saved = (rec.save(x), rec.save_output(result))
-    return result
-
-
-def _norm_array(data, p, dim):
-    if p == 0:
-        out = (data != 0).sum(axis=dim, keepdims=True).astype(data.dtype)
-    elif math.isinf(p):
-        out = (data.max if p > 0 else data.min)(axis=dim, keepdims=True) if data.size else \
-            np.zeros(data.shape[:dim] + (1,) + data.shape[dim + 1:], data.dtype)
-    else:
-        out = np.power(np.power(data, p).sum(axis=dim, keepdims=True), 1.0 / p)
-    return out
-
-
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
     from cextend.tensor import _dim
@@ -318,11 +273,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if x._data.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            "Got %s" % torch_name(x._data.dtype))
-    d = _dim(dim, x._data.ndim)
-    source = x.reshape(1) if x._data.ndim == 0 else x
-    denom = _vector_norm(source, float(p), d).clamp_min(eps).expand_as(source)
-    if x._data.ndim == 0:
-        denom = denom.reshape(())
+    _dim(dim, x._data.ndim)
+    denom = x.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(x)
     if out is not None:
         from cextend._ops.arithmetic import div
         return div(x, denom, out=out)

@@ -29,8 +29,15 @@ def _wrap(array):
 
 def _broadcast_pair(x, t):
     """torch.broadcast_tensors(input, target): expand (differentiably) when shapes differ."""
-    if x._data.shape == t._data.shape:
+    a, b = x._data.shape, t._data.shape
+    if a == b:
         return x, t
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    for dim, (p, q) in enumerate(zip(a, b)):
+        if p != q and p != 1 and q != 1:
+            raise RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d) at "
+                               "non-singleton dimension %d" % (p, q, dim))
     from cextend._ops.shape import broadcast_tensors
     return broadcast_tensors(x, t)
 
@@ -209,7 +216,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 # -- binary_cross_entropy ----------------------------------------------------------------------
 
-_BCE_EPSILON = 1e-12
+# torch's BCE backward clamps x (1 - x) at a float constant 1e-12 (float32's nearest).
+_BCE_EPSILON = float(np.float32(1e-12))
 
 
 def _bce_compute(p, y, w=None):
@@ -272,8 +280,9 @@ def _log_sigmoid_array(a):
     return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
 
 
-def _bce_logits_compute(x, y, w=None, pw=None):
-    log_sig = _log_sigmoid_array(x)
+def _bce_logits_compute(x, y, w=None, pw=None, input_dtype=None):
+    # torch takes log_sigmoid in the input's own dtype, then promotes.
+    log_sig = _log_sigmoid_array(x.astype(input_dtype, copy=False)).astype(x.dtype, copy=False)
     if pw is not None:
         log_sig = log_sig * ((pw - 1) * y + 1)
     loss = (1 - y) * x - log_sig
@@ -325,7 +334,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
                                "non-singleton dimension" % (list(shape), list(value._data.shape)))
     extra = tuple(None if v is None else v.detach() for v in (weight, pos_weight))
-    return _BCE_LOGITS(x, t, reduction, dt, out_dtype, extra)
+    return _BCE_LOGITS(x, t, reduction, dt, out_dtype, extra, input_dtype=x._data.dtype)
 
 
 # -- kl_div (composite in torch) --------------------------------------------------------------
