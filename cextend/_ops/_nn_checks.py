@@ -15,6 +15,14 @@ _TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int
                 "int32": "Int", "uint8": "Byte", "bool": "Bool", "int16": "Short", "int8": "Char"}
 
 
+def functional_call(name):
+    """The table's call(lib, *args) for an op that lives in lib.nn.functional only."""
+    def call(lib, *args, **kwargs):
+        return getattr(lib.nn.functional, name)(*args, **kwargs)
+    call.__name__ = "call_nn_functional_" + name
+    return call
+
+
 def torch_name(numpy_dtype):
     """The scalar type name torch prints for a dtype ('Float', 'Long', ...)."""
     return _TORCH_NAMES.get(np.dtype(numpy_dtype).name, np.dtype(numpy_dtype).name)

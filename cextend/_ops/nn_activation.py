@@ -14,7 +14,7 @@ from cextend import _backend, _dtype
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops import nn_samples as S
-from cextend._ops._nn_checks import host_tensor, require_float
+from cextend._ops._nn_checks import functional_call, host_tensor, require_float
 from cextend._ops.arithmetic import where
 from cextend._ops.conversion import to_dtype
 from cextend._ops.registry import register
@@ -410,7 +410,7 @@ def relu6(input, inplace=False):
 
 def _nn_only(name, function, samples, **info):
     register(name, function, method=False, module=False, family="nn", samples=samples,
-             call=function, **info)
+             call=functional_call(name), **info)
 
 
 _nn_only("gelu", gelu, S.activation([0.0]))

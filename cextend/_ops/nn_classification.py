@@ -12,8 +12,8 @@ import numpy as np
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops import nn_samples as S
-from cextend._ops._nn_checks import (check_no_grad, host_tensor, reduction_arg, require_float,
-                                     torch_name)
+from cextend._ops._nn_checks import (check_no_grad, functional_call, host_tensor, reduction_arg,
+                                     require_float, torch_name)
 from cextend._ops.registry import register
 
 
@@ -64,7 +64,8 @@ class _Picks:
             coef = coef / self.total_weight if self.total_weight else coef * 0
         out = np.zeros(self.input_shape, g.dtype)
         values = (coef * g).astype(g.dtype)   # g broadcasts: 0-d for mean/sum
-        np.put_along_axis(self.moved(out), self.classes[..., None], np.broadcast_to(values, self.classes.shape)[..., None], -1)
+        values = np.broadcast_to(values, self.classes.shape)[..., None]
+        np.put_along_axis(self.moved(out), self.classes[..., None], values, -1)
         return out
 
 
@@ -235,6 +236,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 register("nll_loss", nll_loss, method=False, module=False, family="nn", samples=S.nll_samples(),
-         call=nll_loss)
+         call=functional_call("nll_loss"))
 register("cross_entropy", cross_entropy, method=False, module=False, family="nn",
-         samples=S.cross_entropy_samples(), call=cross_entropy)
+         samples=S.cross_entropy_samples(), call=functional_call("cross_entropy"))

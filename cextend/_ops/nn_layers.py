@@ -14,7 +14,7 @@ from cextend import _random
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops import nn_samples as S
-from cextend._ops._nn_checks import cast_error, host_tensor, require_float, torch_name
+from cextend._ops._nn_checks import cast_error, functional_call, host_tensor, require_float, torch_name
 from cextend._ops.registry import register
 from cextend.autograd import grad_mode
 
@@ -284,7 +284,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 # -- the table entries (torch.nn.functional only) -------------------------------------------------
 
 def _nn_only(name, function, samples, **info):
-    register(name, function, method=False, module=False, family="nn", samples=samples, call=function, **info)
+    register(name, function, method=False, module=False, family="nn", samples=samples,
+             call=functional_call(name), **info)
 
 
 _nn_only("layer_norm", layer_norm, S.layer_norm_samples())

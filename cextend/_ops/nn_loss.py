@@ -12,9 +12,9 @@ import numpy as np
 
 from cextend._ops import _record as rec
 from cextend._ops import nn_samples as S
-from cextend._ops._nn_checks import (cast_error, check_no_grad, check_reduction, host_tensor,
-                                     reduce_array, reduce_tensor, reduction_arg, reduction_scale,
-                                     torch_name, warn_size_mismatch)
+from cextend._ops._nn_checks import (cast_error, check_no_grad, check_reduction, functional_call,
+                                     host_tensor, reduce_array, reduce_tensor, reduction_arg,
+                                     reduction_scale, torch_name, warn_size_mismatch)
 from cextend._device import DeviceArray
 from cextend._fpe import quietly
 from cextend._ops._operands import as_array, require_tensor
@@ -388,7 +388,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 # -- the table entries (torch has these in torch.nn.functional only) ---------------------------
 
 def _nn_only(name, function, samples, **info):
-    register(name, function, method=False, module=False, family="nn", samples=samples, call=function, **info)
+    register(name, function, method=False, module=False, family="nn", samples=samples,
+             call=functional_call(name), **info)
 
 
 _nn_only("mse_loss", mse_loss, S.regression_loss(extra=(dict(reduction="mean"),)))
