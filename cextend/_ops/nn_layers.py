@@ -148,11 +148,11 @@ class _Lookup:
         self.indices = indices
         self.flat = indices.reshape(-1)
         self.num_weights = num_weights
-        scale = np.ones(self.flat.shape)
+        padded = padding_idx is not None and padding_idx >= 0
+        self.keep = (self.flat != padding_idx) if padded else np.ones(self.flat.shape, bool)
+        scale = self.keep.astype(np.float64)
         if scale_grad_by_freq and self.flat.size:
-            scale = 1.0 / np.bincount(self.flat, minlength=num_weights)[self.flat]
-        if padding_idx is not None and padding_idx >= 0:
-            scale = np.where(self.flat == padding_idx, 0.0, scale)
+            scale = scale / np.bincount(self.flat, minlength=num_weights)[self.flat]
         self.scale = scale
 
     def accumulate(self, g):
@@ -164,8 +164,10 @@ class _Lookup:
         return out
 
     def select(self, gg):
-        """The transpose of accumulate: rows of gg read at the indices, scaled."""
-        rows = gg[self.flat] * self.scale[:, None].astype(gg.dtype)
+        """Rows of gg read at the indices, padding rows zeroed.  Not divided by the
+        frequencies: torch's embedding double backward leaves them out, so with
+        scale_grad_by_freq this is not quite accumulate's transpose (torch's answer)."""
+        rows = gg[self.flat] * self.keep[:, None].astype(gg.dtype)
         return rows.reshape(self.indices.shape + (gg.shape[1],))
 
 
