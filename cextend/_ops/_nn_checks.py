@@ -57,7 +57,7 @@ def check_no_grad(tensor, op, name):
 
 # -- reductions ---------------------------------------------------------------------------------
 
-def legacy_reduction(size_average, reduce, emit_warning=True, stacklevel=3):
+def legacy_reduction(size_average, reduce, emit_warning=True, stacklevel=2):
     """The reduction the legacy size_average / reduce pair means (torch's legacy_get_string)."""
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
@@ -73,8 +73,9 @@ def legacy_reduction(size_average, reduce, emit_warning=True, stacklevel=3):
     return ret
 
 
-def reduction_arg(size_average, reduce, reduction, stacklevel=4):
-    """The reduction a loss runs with: the legacy pair wins when either is given."""
+def reduction_arg(size_average, reduce, reduction, stacklevel=3):
+    """The reduction a loss runs with: the legacy pair wins when either is given.
+    The warning names the loss function's line, as torch's does (so it shows once)."""
     if size_average is not None or reduce is not None:
         return legacy_reduction(size_average, reduce, stacklevel=stacklevel)
     return check_reduction(reduction)

@@ -13,7 +13,7 @@ class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         if size_average is not None or reduce is not None:
-            self.reduction = legacy_reduction(size_average, reduce, stacklevel=4)
+            self.reduction = legacy_reduction(size_average, reduce, stacklevel=2)
         else:
             self.reduction = reduction
 
