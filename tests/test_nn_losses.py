@@ -283,6 +283,15 @@ def test_all_targets_ignored_gives_nan_mean_as_torch():
         check(getattr(F, name), getattr(TF, name), [x, t], {"label_smoothing": 0.2} if name == "cross_entropy" else {})
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_one_dim_input_with_a_one_element_target(reduction):
+    """(C,) input, (1,) target: torch reads it as the 0-d target.  Only the value: torch's
+    own backward (and its weighted forward) fail on this shape with "size mismatch"."""
+    for name in ("nll_loss", "cross_entropy"):
+        check(getattr(F, name), getattr(TF, name), [rand((3,)), Fixed(np.array([2]))], {"reduction": reduction},
+              grad=False)
+
+
 def test_byte_targets_are_class_indices():
     check(F.nll_loss, TF.nll_loss, [rand((3, 4)), Fixed(np.array([0, 3, 1], np.uint8))])
 
@@ -295,6 +304,7 @@ CLASS_ERRORS = [
     ("int32 target", (3, 4), np.array([0, 1, 1], np.int32), {}),
     ("batch mismatch", (3, 4), np.array([0, 1]), {}),
     ("0-d target with batch", (2, 3), np.array(1), {}),
+    ("1-d input, 1-d target", (3,), np.array([1, 2]), {}),
     ("2-d target", (2, 3), np.array([[1], [0]]), {}),
     ("spatial target shape", (2, 3, 4), np.array([1, 0]), {}),
     ("spatial target mismatch", (2, 3, 4), np.zeros((2, 5), np.int64), {}),

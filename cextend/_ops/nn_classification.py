@@ -114,7 +114,7 @@ def _check_target(x, t):
         if len(ts) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if len(xs) == 1 and len(ts) == 1 and ts[0] != 1:
-            raise RuntimeError("size mismatch (got input: %s, target: %s)" % (list(xs), list(ts)))
+            raise ValueError("For 1D input, 1D target must have size 1, but got target size: %d" % ts[0])
         return 0 if len(xs) == 1 else 1
     if len(xs) == 4 and len(ts) != 3:
         raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of "
@@ -160,10 +160,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     t = host_tensor(target, "nll_loss", "target")
     reduction = reduction_arg(size_average, reduce, reduction)
     picks = _nll_picks(x, t, weight, ignore_index, reduction, "nll_loss")
-    result = nll_gather(x, picks)
-    if reduction == "none" and x._data.ndim == 1 and t._data.ndim == 1:
-        result = result.reshape(1)
-    return result
+    return nll_gather(x, picks)
 
 
 # -- cross_entropy ---------------------------------------------------------------------------------

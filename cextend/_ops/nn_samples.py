@@ -133,8 +133,9 @@ def bce_logits_samples():
 
 
 def kl_div_samples():
+    """No 'mean': it works but warns (torch's deprecation of it), tested directly instead."""
     def samples(rng):
-        for reduction in ("mean", "batchmean", "sum", "none"):
+        for reduction in ("batchmean", "sum", "none"):
             yield Sample(np.log(rng.uniform(0.1, 1, (3, 4))), rng.uniform(0.1, 1, (3, 4)),
                          reduction=reduction)
         yield Sample(rng.uniform(-2, 0, (3, 4)), rng.uniform(-2, 0, (3, 4)), reduction="batchmean",
