@@ -21,6 +21,7 @@ from cextend.tensor import Size, Tensor
 
 from cextend import autograd, cuda, functions, nn, ops, optim, utils  # noqa: E402  (after Tensor exists)
 import cextend.utils.ffi  # noqa: E402,F401  (cextend.utils.ffi, as torch.utils.ffi was)
+from cextend import library  # noqa: E402  (custom_op / opcheck, as torch.library)
 
 __version__ = "0.1.0"
 

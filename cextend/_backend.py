@@ -9,7 +9,15 @@ cffi's API mode releases the GIL around each kernel call.
 """
 import numpy as np
 
-from cextend._C import ffi, lib
+try:
+    from cextend._C import ffi, lib
+except ImportError as _error:
+    import os as _os
+    _here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    raise ImportError(
+        "cextend's C extension (cextend._C) is not built in %s, the copy of cextend being imported. "
+        "Build it there with `make build` (or `pip install -e .`); or, to use an installed cextend, run "
+        "Python from another folder, where this source tree does not shadow it. (%s)" % (_here, _error)) from None
 
 _POINTER_TYPE = {
     np.dtype(np.float32): "float *",

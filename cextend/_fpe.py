@@ -14,6 +14,12 @@ try:
     _set = _extobj_contextvar.set
     _reset = _extobj_contextvar.reset
 
+    def silence():
+        """Switch the warnings off; returns a token for restore() (hot paths inline this)."""
+        return _set(_IGNORE)
+
+    restore = _reset
+
     def quietly(fn, *args):
         """fn(*args) with numpy's floating-point warnings off."""
         token = _set(_IGNORE)
@@ -25,3 +31,9 @@ except ImportError:     # numpy < 2
     def quietly(fn, *args):
         with np.errstate(all="ignore"):
             return fn(*args)
+
+    def silence():
+        return np.seterr(all="ignore")
+
+    def restore(token):
+        np.seterr(**token)

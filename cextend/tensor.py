@@ -34,18 +34,23 @@ class Size(tuple):
         return math.prod(self)
 
 
-class _Version:
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
+_new = object.__new__
 
 
 def _wrap(array, requires_grad=False):
-    """A Tensor around `array` (no copy, no checks): the internal constructor."""
-    t = Tensor.__new__(Tensor)
+    """A Tensor around `array` (no copy, no checks): the internal constructor.
+
+    One tensor is made per op, so this sets only the attributes every tensor
+    reads; the rarely used ones are class-level defaults (see Tensor).
+    """
+    t = _new(Tensor)
     kind = type(array)
-    t._init(array if kind is np.ndarray or kind is DeviceArray else np.asarray(array), requires_grad)
+    t._data = array if kind is np.ndarray or kind is DeviceArray else np.asarray(array)
+    t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._output_nr = 0
+    t._version_counter = [0]    # shared with views; a list is the cheapest mutable cell
+    t._base = None
     return t
 
 
@@ -81,9 +86,17 @@ class Tensor:
     float32 (as torch.Tensor does).  Use cextend.tensor() to keep a dtype.
     """
 
-    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
-                 "_base", "_view_fn", "_creation_meta", "_creation_meta_op", "_grad_fn_version",
-                 "_accumulator", "_hooks", "__weakref__")
+    # Slots for what every op reads; the rest default at class level and go
+    # to the instance __dict__ only when set (views, leaves with hooks, .grad).
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_version_counter", "_base",
+                 "__dict__", "__weakref__")
+    _grad = None
+    _view_fn = None             # views: replays the view ops from _base
+    _creation_meta = 0          # views: autograd.views.DEFAULT, NO_GRAD_MODE, ...
+    _creation_meta_op = None
+    _grad_fn_version = 0        # views: the version at which _grad_fn was last right
+    _accumulator = None         # leaves: weakref to the AccumulateGrad node
+    _hooks = None               # leaves: Tensor.register_hook hooks
     __array_priority__ = 1000
     __array_ufunc__ = None      # numpy defers to Tensor's reflected operators
     __hash__ = object.__hash__
@@ -100,14 +113,10 @@ class Tensor:
     def _init(self, data, requires_grad):
         self._data = data
         self._requires_grad = requires_grad
-        self._grad = None
         self._grad_fn = None
         self._output_nr = 0
-        self._version_counter = _Version()
+        self._version_counter = [0]
         self._base = None
-        self._view_fn = None
-        self._accumulator = None
-        self._hooks = None
 
     # -- autograd attributes ---------------------------------------------
     @property
@@ -123,7 +132,7 @@ class Tensor:
 
     def _current_grad_fn(self):
         """grad_fn, rebuilt first if this view's base changed in place."""
-        if self._view_fn is not None and self._grad_fn_version != self._version_counter.value:
+        if self._view_fn is not None and self._grad_fn_version != self._version_counter[0]:
             from cextend.autograd.views import regenerate
             regenerate(self)
         return self._grad_fn
@@ -181,10 +190,10 @@ class Tensor:
 
     @property
     def _version(self):
-        return self._version_counter.value
+        return self._version_counter[0]
 
     def _bump_version(self):
-        self._version_counter.value += 1
+        self._version_counter[0] += 1
 
     def _is_view(self):
         return self._base is not None

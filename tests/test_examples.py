@@ -45,21 +45,57 @@ def test_package_example_pip_installs_and_passes(tmp_path):
     assert "1 passed" in pytest_in(str(tests), "test_installed.py", extra_path=[str(site)])
 
 
-def test_scaffolded_op_builds_and_passes_its_gradcheck(tmp_path):
+def test_scaffolded_op_builds_and_passes_its_opcheck(tmp_path):
+    """The README's flow: cextend-new-op NAME && cd NAME && python build.py && python -m pytest."""
     out = run([sys.executable, "-m", "cextend.utils.new_op", "my_square", "--dir", str(tmp_path)], tmp_path)
     op = tmp_path / "my_square"
-    assert "created" in out and (op / "src" / "my_square.c").exists()
-    run([sys.executable, "build.py"], op)
-    assert "2 passed" in pytest_in(str(op))
+    assert "created" in out and "pip install pytest" in out and (op / "my_square.c").exists()
+    assert run([sys.executable, "build.py"], op).startswith("built ")
+    assert run([sys.executable, "build.py"], op).startswith("cached ")      # build.py warms the cache
+    assert "6 passed, 1 skipped" in pytest_in(str(op))                        # sanitize: only when asked
+    os.environ["CEXTEND_TEST_SANITIZE"] = "1"
+    try:
+        assert "1 passed" in pytest_in(str(op), "test_my_square_sanitize.py")
+    finally:
+        del os.environ["CEXTEND_TEST_SANITIZE"]
+
+
+def test_scaffolded_op_catches_a_wrong_backward(tmp_path):
+    from cextend.utils.new_op import scaffold
+    op = scaffold("half_wrong", str(tmp_path))
+    source = os.path.join(op, "half_wrong.c")
+    with open(source) as f:
+        text = f.read()
+    with open(source, "w") as f:        # the float64 gradient (the last one) forgets the factor 2
+        f.write("grad_x[i] = x[i] * grad_y[i];".join(text.rsplit("grad_x[i] = 2 * x[i] * grad_y[i];", 1)))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "opcheck"],
+                            cwd=op, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([op, ROOT])))
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "test_gradcheck failed" in result.stdout and "Jacobian mismatch" in result.stdout
 
 
 def test_scaffold_refuses_bad_names_and_existing_dirs(tmp_path):
     from cextend.utils.new_op import scaffold
     with pytest.raises(ValueError, match="lower-case C identifier"):
         scaffold("My-Op", str(tmp_path))
+    for keyword in ("for", "class", "lambda", "double", "static"):
+        with pytest.raises(ValueError, match="keyword"):
+            scaffold(keyword, str(tmp_path))
+    for taken in ("math", "json", "build", "numpy", "test_op"):
+        with pytest.raises(ValueError, match="shadow"):
+            scaffold(taken, str(tmp_path))
+    assert os.listdir(str(tmp_path)) == []
     scaffold("ok_op", str(tmp_path))
     with pytest.raises(FileExistsError):
         scaffold("ok_op", str(tmp_path))
+
+
+def test_scaffold_command_line_rejects_a_keyword(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "cextend.utils.new_op", "for", "--dir", str(tmp_path)],
+                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 2 and "Python or C keyword" in result.stderr
+    assert os.listdir(str(tmp_path)) == []
 
 
 def test_with_cuda_adds_the_cuda_build_settings(tmp_path):

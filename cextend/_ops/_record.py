@@ -11,10 +11,13 @@ import numpy as np
 
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
-from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, gradient_edge
+from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 
 NO_EDGE = (None, 0)
 _FREED = ("freed",)
+_new = object.__new__
+_next_seq = _sequence.__next__
 
 
 class BuiltinNode(Node):
@@ -33,13 +36,18 @@ class BuiltinNode(Node):
         saved = self._saved
         if saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
-        if all(g is None for g in grads):
-            return (None,) * len(self.next_functions)
-        values = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
         if self.multi_output:
-            result = self.backward(grads, *values)
+            if all(g is None for g in grads):
+                return (None,) * len(self.next_functions)
+            result = self.backward(grads, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
         else:
-            result = self.backward(grads[0], *values)
+            g = grads[0]
+            if g is None:
+                return (None,) * len(self.next_functions)
+            if saved:
+                result = self.backward(g, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
+            else:
+                result = self.backward(g)
         return result if type(result) is tuple else (result,)
 
     def backward(self, grad, *saved):
@@ -68,7 +76,7 @@ def requires_grad(x):
 
 def needs_grad(*xs):
     """Grad mode is on and some Tensor among xs requires grad."""
-    if not grad_mode.is_grad_enabled():
+    if not _grad_state.enabled:
         return False
     for x in xs:
         if getattr(x, "_data", None) is not None and (x._requires_grad if x._base is None
@@ -77,25 +85,45 @@ def needs_grad(*xs):
     return False
 
 
+def new_node(node_cls):
+    """A node without running Python __init__ code (one is made per op)."""
+    node = _new(node_cls)
+    node._seq = _next_seq()
+    return node
+
+
+def _edge_and_meta(x):
+    data = getattr(x, "_data", None)
+    if data is None:
+        return NO_EDGE, None
+    if x._base is None:
+        if not x._requires_grad:
+            return NO_EDGE, None
+        fn = x._grad_fn
+        if fn is not None:
+            return (fn, x._output_nr), (data.shape, data.dtype)
+    elif not x.requires_grad:
+        return NO_EDGE, None
+    return gradient_edge(x), (data.shape, data.dtype)
+
+
 def connect(node, inputs):
     """Give node one edge (and input meta) per forward input."""
-    edges = []
-    metas = []
-    for x in inputs:
-        if getattr(x, "_data", None) is not None and requires_grad(x):
-            edges.append(gradient_edge(x))
-            metas.append((x._data.shape, x._data.dtype))
-        else:
-            edges.append(NO_EDGE)
-            metas.append(None)
-    node.next_functions = tuple(edges)
-    node._input_meta = tuple(metas)
+    if len(inputs) == 2:
+        edge_a, meta_a = _edge_and_meta(inputs[0])
+        edge_b, meta_b = _edge_and_meta(inputs[1])
+        node.next_functions = (edge_a, edge_b)
+        node._input_meta = (meta_a, meta_b)
+        return node
+    pairs = [_edge_and_meta(x) for x in inputs]
+    node.next_functions = tuple([p[0] for p in pairs])
+    node._input_meta = tuple([p[1] for p in pairs])
     return node
 
 
 def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
-    node = connect(node_cls(), inputs)
+    node = connect(new_node(node_cls), inputs)
     if type(out) is tuple:
         node.num_outputs = len(out)
         for i, o in enumerate(out):
@@ -108,6 +136,20 @@ def record(node_cls, inputs, out, saved=()):
         out._requires_grad = True
     if saved:
         node._saved = saved
+    return node
+
+
+def record2(node_cls, a, b, out):
+    """record() for the two-operand case, inlined (one call per binary op)."""
+    node = _new(node_cls)
+    node._seq = _next_seq()
+    edge_a, meta_a = _edge_and_meta(a)
+    edge_b, meta_b = _edge_and_meta(b)
+    node.next_functions = (edge_a, edge_b)
+    node._input_meta = (meta_a, meta_b)
+    if out._data.dtype.kind == "f":
+        out._grad_fn = node
+        out._requires_grad = True
     return node
 
 
@@ -150,7 +192,7 @@ def prepare_inplace(t, others=(), result=None):
 
 def finish_inplace(t, node, output_nr=0):
     """Bump t's version and move its history to node (after the data changed)."""
-    t._version_counter.value += 1
+    t._version_counter[0] += 1
     if node is not None:
         views.rebase_history(t, node, output_nr)
     return t
@@ -187,7 +229,7 @@ def write_out(out, array, name):
                      else array.astype(out._data.dtype))
     else:
         out._data[...] = array
-    out._version_counter.value += 1
+    out._version_counter[0] += 1
     return out
 
 

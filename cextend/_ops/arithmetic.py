@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
-from cextend._fpe import quietly
+from cextend._fpe import quietly, restore, silence
+from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -54,6 +56,40 @@ class Binary:
         return quietly(self.compute, as_array(a, rt), as_array(b, rt))
 
     def __call__(self, input, other, out=None):
+        # The common case first: a CPU tensor with a tensor of its dtype or a
+        # Python number that cannot change its dtype.  No promotion work, no
+        # extra checks; the result is the same as the general path's.
+        data = getattr(input, "_data", None)
+        if out is None and type(data) is np.ndarray:
+            dt = data.dtype
+            kind = dt.kind
+            t = type(other)
+            if t is float:
+                same = kind == "f"
+                raw = other
+            elif t is int:
+                same = kind == "f" or kind == "i" and dt.itemsize == 8
+                raw = other
+            else:
+                raw = getattr(other, "_data", None)
+                same = type(raw) is np.ndarray and raw.dtype == dt
+            if same and (kind == "f" or self.result == "promote"):
+                if self.check is not None:
+                    self.check(input, other, dt)
+                token = silence()
+                try:
+                    value = self.compute(data, raw)
+                finally:
+                    restore(token)
+                result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
+                if self.node is not None and _grad_state.enabled and (
+                        input._requires_grad or input._base is not None or
+                        t is not float and t is not int and (other._requires_grad or other._base is not None)):
+                    if rec.needs_grad(input, other):
+                        node = rec.record2(self.node, input, other, result)
+                        if self.saves:
+                            node._saved = self._saved(input, other, result, input)
+                return result
         a = require_operand(input, self.name, "input")
         b = require_operand(other, self.name, "other")
         rt, ot = self.dtypes(a, b)
@@ -63,7 +99,6 @@ class Binary:
         if out is not None:
             rec.check_out(out, self.name, a, b)
             return rec.write_out(out, _as_ndarray(data, ot), self.name)
-        from cextend.tensor import _wrap
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b):
             node = rec.record(self.node, (a, b), result)
@@ -638,7 +673,20 @@ register("bitwise_not", _bitwise_not, gradcheck=False, difftest=False, family="c
 
 # -- operators --------------------------------------------------------------
 
-def _operator(function, reflected=False):
+def _operator(function, reflected=False, binary=None):
+    """A Tensor operator method; `binary` (a Binary) is called directly for
+    tensors and Python numbers, skipping the keyword handling of `function`."""
+    if binary is not None and not reflected:
+        def op(self, other):
+            t = type(other)
+            if t is float or t is int or getattr(other, "_data", None) is not None:
+                return binary(self, other)
+            other = operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+            return function(self, other)
+        return op
+
     def op(self, other):
         other = operand(other)
         if other is NotImplemented:
@@ -661,10 +709,12 @@ def _rtruediv(self, other):
     return _DIV(other, self)
 
 
-for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div),
-                         ("floordiv", floor_divide), ("mod", remainder), ("pow", power),
-                         ("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor)):
-    method("__%s__" % _name, _operator(_function))
+for _name, _function, _binary in (("add", add, _ADD), ("sub", sub, _SUB), ("mul", mul, _MUL),
+                                  ("truediv", div, _DIV), ("floordiv", floor_divide, _FLOOR_DIV),
+                                  ("mod", remainder, _REMAINDER), ("pow", power, _POW),
+                                  ("and", bitwise_and, None), ("or", bitwise_or, None),
+                                  ("xor", bitwise_xor, None)):
+    method("__%s__" % _name, _operator(_function, binary=_binary))
 for _name, _function in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floor_divide),
                          ("mod", remainder), ("and", bitwise_and), ("or", bitwise_or),
                          ("xor", bitwise_xor)):

@@ -7,6 +7,8 @@ operands need no copy); other dtypes and batched products use numpy.
 import numpy as np
 
 from cextend._ops import _record as rec
+from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.tensor import _wrap
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 
@@ -282,3 +284,98 @@ register("dot", dot, family="linalg",
          samples=lambda rng: iter([Sample(rng.standard_normal((4,)), rng.standard_normal((4,)))]))
 register("outer", outer, aliases=("ger",), family="linalg",
          samples=lambda rng: iter([Sample(rng.standard_normal((3,)), rng.standard_normal((4,)))]))
+
+
+# -- linear: the layer's product, on the C kernels ------------------------------------
+
+def _linear_backward(node, g, x, w):
+    need_x, need_w, need_b = node.needs(0), node.needs(1), node.needs(2)
+    k, m = w._data.shape[1], w._data.shape[0]
+    if _grad_state.enabled or type(g._data) is not np.ndarray or g._data.dtype not in _FLOATS:
+        # Recording a double backward (or an unusual dtype): the same products
+        # as differentiable ops.
+        g2, x2 = g.reshape(-1, m), x.reshape(-1, k)
+        return (g.matmul(w) if need_x else None,
+                g2.t().mm(x2) if need_w else None,
+                g2.sum(0) if need_b else None)
+    from cextend import ops
+    dx, dw, db = ops.linear_backward(g._data, x._data, w._data, input=need_x, weight=need_w, bias=need_b)
+    return (None if dx is None else _wrap(dx)), (None if dw is None else _wrap(dw)), \
+        (None if db is None else _wrap(db))
+
+
+_LinearNode = rec.node_class("LinearBackward", _linear_backward)
+
+
+def _check_linear(x, w, b):
+    if x._data.ndim == 0 or w._data.ndim == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are %dD and %dD"
+                           % (x._data.ndim, w._data.ndim))
+    if w._data.ndim > 2:
+        raise RuntimeError("linear: weight must be 1-D or 2-D, got %d-D" % w._data.ndim)
+    if x._data.dtype != w._data.dtype:
+        raise RuntimeError("mat1 and mat2 must have the same dtype, but got %s and %s"
+                           % (_scalar_name(x), _scalar_name(w)))
+    k = x._data.shape[-1]
+    if w._data.shape[-1] != k:
+        rows = int(np.prod(x._data.shape[:-1]))
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
+                           % (rows, k, w._data.shape[-1], w._data.shape[0] if w._data.ndim == 2 else 1))
+    if b is not None:
+        m = w._data.shape[0] if w._data.ndim == 2 else 1
+        if b._data.dtype != x._data.dtype:
+            raise RuntimeError("linear: bias must have the input's dtype %s, got %s" % (x.dtype.name, b.dtype.name))
+        if b._data.ndim > 1 or b._data.shape not in ((m,), (1,), ()):
+            raise RuntimeError("linear: bias of shape %s does not fit an output of %d features"
+                               % (list(b._data.shape), m))
+
+
+def _scalar_name(t):
+    from cextend._promotion import _torch_name
+    return _torch_name(t._data.dtype)
+
+
+def linear(input, weight, bias=None):
+    """input (*, K) . weight^T (M, K) + bias (M,) -> (*, M), on cextend's C kernels."""
+    x = require_tensor(input, "linear")
+    w = require_tensor(weight, "linear", "weight")
+    b = None if bias is None else require_tensor(bias, "linear", "bias")
+    _check_linear(x, w, b)
+    if x.is_cuda or w.is_cuda or (b is not None and b.is_cuda):
+        from cextend.functions.linear import LinearFunction
+        return LinearFunction.apply(x, w, b)
+    if w._data.ndim == 1:
+        out = matmul(x, w)
+        return out + b if b is not None else out
+    xd, wd = x._data, w._data
+    bd = None if b is None else np.broadcast_to(b._data, (wd.shape[0],))
+    if xd.dtype in _FLOATS:
+        from cextend import ops
+        data = ops.linear_forward(xd, wd, None if bd is None else np.ascontiguousarray(bd))
+    else:
+        data = np.matmul(xd, wd.T)
+        if bd is not None:
+            data = data + bd
+    result = _wrap(data)
+    if _grad_state.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)
+                                or x._base is not None or w._base is not None):
+        if rec.needs_grad(x, w, b):
+            node = rec.record(_LinearNode, (x, w, b), result)
+            node._saved = (rec.save(x), rec.save(w))
+    return result
+
+
+def _linear_samples(rng):
+    yield Sample(rng.standard_normal((5, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3,)))
+    yield Sample(rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 4)))
+    yield Sample(rng.standard_normal((4,)), rng.standard_normal((3, 4)), rng.standard_normal((3,)))
+    yield Sample(rng.standard_normal((0, 4)), rng.standard_normal((2, 4)), rng.standard_normal((2,)))
+
+
+def _linear_call(lib, *args, **kwargs):
+    functional = getattr(lib, "nn").functional
+    return functional.linear(*args, **kwargs)
+
+
+register("linear", linear, method=False, module=False, samples=_linear_samples, family="nn",
+         call=_linear_call)

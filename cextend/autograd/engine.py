@@ -194,14 +194,16 @@ def execute(roots, retain_graph, create_graph, capture=None):
         root_nodes = [n for n in root_nodes if n in needed]
     ready = [(-n._seq, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
         while ready:
-            node = heapq.heappop(ready)[1]
+            node = heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
-            if node._tensor_hooks or node._retained or type(node) is AccumulateGrad:
+            if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
+                                                        node.variable._hooks):
                 grads = _tensor_hooks(node, grads)
             if target_nodes is not None and node in target_nodes:
                 for nr, g in enumerate(grads):
@@ -209,7 +211,10 @@ def execute(roots, retain_graph, create_graph, capture=None):
             edges = node.next_functions
             if capture is None or (type(node) is not AccumulateGrad and
                                    any(c in needed for c, _ in edges)):
-                results = _run(node, grads)
+                if node._pre_hooks is None and node._post_hooks is None:
+                    results = node.apply(grads)
+                else:
+                    results = _run(node, grads)
                 if not retain_graph:
                     node._release()
                 metas = node._input_meta
@@ -228,11 +233,13 @@ def execute(roots, retain_graph, create_graph, capture=None):
                         buf = buffers[child] = [None] * child.num_outputs
                     buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
             for child, _ in edges:
-                if child is not None and child in dependencies:
-                    left = dependencies[child] - 1
-                    dependencies[child] = left
-                    if left == 0:
-                        heapq.heappush(ready, (-child._seq, child))
+                if child is not None:
+                    left = dependencies.get(child)
+                    if left is not None:
+                        left -= 1
+                        dependencies[child] = left
+                        if left == 0:
+                            heappush(ready, (-child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
     if capture is None:

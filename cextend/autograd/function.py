@@ -252,7 +252,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
                            "Function.")
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
-        t._version_counter.value += 1
+        t._version_counter[0] += 1
     if requires_grad:
         _connect_inputs(ctx, args, Tensor)
     tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
@@ -311,7 +311,7 @@ def _set_history(out, ctx, output_nr):
     if out._view_fn is not None:
         # A view made inside forward: in-place changes to it later would
         # bypass the custom backward, so torch forbids them.
-        out._grad_fn_version = out._version_counter.value
+        out._grad_fn_version = out._version_counter[0]
         out._creation_meta = views.IN_CUSTOM_FUNCTION
         out._creation_meta_op = "Output %d of %s" % (output_nr, ctx._forward_cls.__name__)
 

@@ -6,11 +6,16 @@ gradients does not change another thread's graph building.
 import functools
 import threading
 
-_state = threading.local()
+class _GradState(threading.local):
+    enabled = True      # the default in every new thread
+
+
+# Hot paths read `_state.enabled` directly (one attribute load).
+_state = _GradState()
 
 
 def is_grad_enabled():
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set_enabled(mode):

@@ -136,7 +136,7 @@ def accumulate_into(tensor, grad):
         tensor._grad = current + grad
     else:
         quietly(np.add, current._data, grad._data, current._data)
-        current._version_counter.value += 1
+        current._version_counter[0] += 1
 
 
 def gradient_edge(tensor):
@@ -172,7 +172,7 @@ class SavedTensor:
 
     def __init__(self, tensor, is_output=False):
         self.version_counter = tensor._version_counter
-        self.version = tensor._version_counter.value
+        self.version = tensor._version_counter[0]
         if is_output:
             self.tensor = None
             self.data = tensor._data
@@ -182,7 +182,7 @@ class SavedTensor:
             self.tensor = tensor
 
     def unpack(self, node):
-        if self.version_counter.value != self.version:
+        if self.version_counter[0] != self.version:
             raise RuntimeError(_modified_message(self, node))
         if self.tensor is not None:
             return self.tensor
@@ -210,7 +210,7 @@ def _modified_message(saved, node):
     return ("one of the variables needed for gradient computation has been modified by an inplace "
             "operation: %s, is at version %d; expected version %d instead. Hint: the backward of %s "
             "needs it unchanged: clone() it before modifying it in place."
-            % (saved.describe(node), saved.version_counter.value, saved.version, node.name()))
+            % (saved.describe(node), saved.version_counter[0], saved.version, node.name()))
 
 
 FREED_MESSAGE = (

@@ -50,13 +50,13 @@ def make_view(base, array, view_fn, multi_output=None):
         meta = meta or MULTI_OUTPUT
         out._creation_meta_op = multi_output
     out._creation_meta = meta
-    out._grad_fn_version = out._version_counter.value
+    out._grad_fn_version = out._version_counter[0]
     return out
 
 
 def regenerate(view):
     """Rebuild a view's grad_fn from its base's current history."""
-    view._grad_fn_version = view._version_counter.value
+    view._grad_fn_version = view._version_counter[0]
     if view._creation_meta == NO_GRAD_MODE:
         return
     base = view._base

@@ -6,6 +6,7 @@ this module gives them torch.nn.functional's names and signatures.
 """
 import warnings
 
+from cextend._ops.linalg import linear  # noqa: F401  (input (*, in) . weight^T + bias, on the C kernels)
 from cextend._ops.nn_activation import (celu, celu_, elu, elu_, gelu, hardtanh, hardtanh_,  # noqa: F401
                                         leaky_relu, leaky_relu_, logsigmoid, mish, relu6, selu, selu_,
                                         silu, softplus)
@@ -15,12 +16,6 @@ from cextend._ops.nn_classification import cross_entropy, nll_loss  # noqa: F401
 from cextend._ops.nn_layers import dropout, embedding, layer_norm, normalize, one_hot  # noqa: F401
 from cextend._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                                   huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
-from cextend.functions.linear import LinearFunction
-
-
-def linear(input, weight, bias=None):
-    """input (*, in) . weight^T + bias, on the C kernels."""
-    return LinearFunction.apply(input, weight, bias)
 
 
 def relu(input, inplace=False):

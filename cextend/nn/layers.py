@@ -2,6 +2,8 @@
 import math
 from collections import OrderedDict
 
+import numpy as np
+
 from cextend import _factories
 from cextend.autograd.grad_mode import no_grad
 from cextend.nn import functional as F
@@ -36,7 +38,18 @@ class Linear(Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input):
+        shape = getattr(input, "shape", None)
+        if shape is not None and (len(shape) == 0 or shape[-1] != self.in_features):
+            raise RuntimeError(
+                "%s got input of shape %s: its last dimension must be in_features=%d (mat1 and mat2 "
+                "shapes cannot be multiplied (%dx%d and %dx%d))" % (
+                    self._get_name_and_sizes(), list(shape), self.in_features,
+                    int(np.prod(shape[:-1])) if len(shape) else 1, shape[-1] if len(shape) else 0,
+                    self.in_features, self.out_features))
         return F.linear(input, self.weight, self.bias)
+
+    def _get_name_and_sizes(self):
+        return "Linear(in_features=%d, out_features=%d)" % (self.in_features, self.out_features)
 
     def extra_repr(self):
         return "in_features=%d, out_features=%d, bias=%s" % (

@@ -363,3 +363,9 @@ def _from_th(ffi, struct, value, array, i, name):
     new = np.lib.stride_tricks.as_strided(base, shape=shape, strides=[s * dtype.itemsize for s in strides])
     value._data = new
     value._bump_version()
+
+
+# The JIT path (load_inline / load): built on the wrappers above, cached by content.
+from cextend.utils.jit import load, load_inline  # noqa: E402,F401
+from cextend.utils._jit_compile import ExtensionBuildError  # noqa: E402,F401
+from cextend.utils._cdef import HeaderError  # noqa: E402,F401
