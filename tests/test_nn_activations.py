@@ -247,3 +247,18 @@ def test_fixed_arguments_are_not_differentiated():
     """A Fixed input gives a tensor that does not require grad (the helper's contract)."""
     mine, ref = check(F.softmax, TF.softmax, [Fixed(values((2, 3)))], {"dim": 1})
     assert not mine.requires_grad
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_on_a_view_rewrites_the_bases_history(name):
+    """An in-place activation on a slice changes the base; the base's gradient goes
+    through it (torch's CopySlices)."""
+    ours, theirs, kws = INPLACE[name]
+
+    def run(op):
+        def f(x, **k):
+            y = x * 1.5
+            op(y[1:], **k)
+            return y
+        return f
+    check(run(ours), run(theirs), [values((4, 5), seed=12)], kws)

@@ -267,3 +267,40 @@ def test_normalize_out_and_errors():
     np.testing.assert_allclose(out.numpy(), x / np.linalg.norm(x, axis=1, keepdims=True), rtol=1e-14)
     same_error(F.normalize, TF.normalize, [Fixed(np.ones((2, 3), np.int64))])
     same_error(F.normalize, TF.normalize, [rand((2, 3))], {"dim": 2})
+
+
+FEATURE_DROPOUT = [("dropout1d", (2, 5, 7)), ("dropout1d", (5, 7)), ("dropout2d", (2, 5, 3, 4)),
+                   ("dropout2d", (2, 5, 6)), ("dropout3d", (2, 5, 2, 3, 2)), ("dropout3d", (5, 2, 3, 2))]
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d: Received a 3D input")
+@pytest.mark.parametrize("name,shape", FEATURE_DROPOUT, ids=str)
+def test_feature_dropout_zeroes_whole_channels(name, shape):
+    cx.manual_seed(4)
+    x = cx.randn(*shape, requires_grad=True)
+    y = getattr(F, name)(x, 0.5)
+    # dropout2d reads 3-D input as batched (N, C, L); the others as unbatched (C, ...)
+    batched = name == "dropout2d" or len(shape) == {"dropout1d": 3, "dropout3d": 5}[name]
+    channels = y.detach().numpy().reshape(shape[:2] + (-1,) if batched else (1, shape[0], -1))
+    values = x.detach().numpy().reshape(channels.shape)
+    for row_y, row_x in zip(channels.reshape(-1, channels.shape[-1]), values.reshape(-1, channels.shape[-1])):
+        assert not row_y.any() or np.allclose(row_y, row_x * 2)
+    assert 0 < (channels == 0).all(-1).sum() < channels.shape[0] * channels.shape[1]
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), (y.detach().numpy() != 0) * 2.0)
+
+
+@pytest.mark.parametrize("name,shape", FEATURE_DROPOUT + [("dropout2d", (5, 7)), ("dropout3d", (2, 3, 4))],
+                         ids=str)
+def test_feature_dropout_eval_warnings_and_p1_match_torch(name, shape):
+    check(getattr(F, name), getattr(TF, name), [rand(shape)], {"training": False})
+    check(getattr(F, name), getattr(TF, name), [rand(shape)], {"p": 1.0})
+
+
+def test_feature_dropout_errors_match_torch():
+    same_error(F.dropout1d, TF.dropout1d, [rand((2, 3, 4, 5))])
+    same_error(F.dropout2d, TF.dropout2d, [rand((3,))])
+    same_error(F.dropout2d, TF.dropout2d, [rand((2, 3, 4, 4))], {"p": 2.0})
+    for module in ("Dropout1d", "Dropout2d", "Dropout3d"):
+        ours, theirs = getattr(cx.nn, module)(0.2, True), getattr(torch.nn, module)(0.2, True)
+        assert repr(ours) == repr(theirs)

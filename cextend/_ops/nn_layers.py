@@ -7,6 +7,7 @@ composes them (x * mask / (1 - p); x / max(||x||_p, eps)), so their
 grad_fn and gradients are torch's.
 """
 import numbers
+import warnings
 
 import numpy as np
 
@@ -117,11 +118,9 @@ def _check_p(p):
         raise ValueError("dropout probability has to be between 0 and 1, but got %s" % (p,))
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability p and scale the rest by 1/(1 - p); identity
-    when not training.  Masks come from cextend's global generator (manual_seed)."""
-    _check_p(p)
-    x = host_tensor(input, "dropout")
+def _dropout(x, p, training, inplace, noise_shape):
+    """x * noise, noise = bernoulli(1 - p) / (1 - p) of noise_shape (broadcast over x),
+    as torch's _dropout_impl; identity when not training or p == 0."""
     if not training or p == 0:
         return x
     dt = x._data.dtype
@@ -130,13 +129,89 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         noise = _wrap(np.zeros((), dt))
     else:
-        keep = _random.generator().random(x._data.shape) >= p
+        keep = _random.generator().random(noise_shape) >= p
         noise = _wrap((keep / dt.type(1 - p)).astype(dt))
     return x.mul_(noise) if inplace else x * noise
 
 
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1 - p); identity
+    when not training.  Masks come from cextend's global generator (manual_seed)."""
+    _check_p(p)
+    x = host_tensor(input, "dropout")
+    return _dropout(x, p, training, inplace, x._data.shape)
+
+
 def dropout_(input, p=0.5, training=True):
     return dropout(input, p, training, inplace=True)
+
+
+def _feature_dropout(x, p, training, inplace):
+    """Whole channels (dim 1) zeroed together: one noise value per (sample, channel)."""
+    shape = x._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _dropout(x, p, training, inplace, shape[:2] + (1,) * (len(shape) - 2))
+
+
+def _unbatched(x, inplace):
+    return x.unsqueeze_(0) if inplace else x.unsqueeze(0)
+
+
+def _rebatched(result, inplace):
+    return result.squeeze_(0) if inplace else result.squeeze(0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, L) or (C, L) input."""
+    _check_p(p)
+    x = host_tensor(input, "dropout1d")
+    ndim = x._data.ndim
+    if ndim not in (2, 3):
+        raise RuntimeError("dropout1d: Expected 2D or 3D input, but received a %dD input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+                           "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+                           "inputs)." % ndim)
+    if ndim == 3:
+        return _feature_dropout(x, p, training, inplace)
+    return _rebatched(_feature_dropout(_unbatched(x, inplace), p, training, inplace), inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, H, W) input (a 3-D input is read as (N, C, L), as torch)."""
+    _check_p(p)
+    x = host_tensor(input, "dropout2d")
+    ndim = x._data.ndim
+    if ndim not in (3, 4):
+        warnings.warn("dropout2d: Received a %d-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise "
+                      "dropout on inputs with 2 spatial dimensions, a channel dimension, and an optional "
+                      "batch dimension (i.e. 3D or 4D inputs)." % ndim, UserWarning, stacklevel=2)
+    if ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+                      "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+                      "the channel dim. This behavior will change in a future release to interpret the "
+                      "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+                      "channel-wise dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    return _feature_dropout(x, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W) input."""
+    _check_p(p)
+    x = host_tensor(input, "dropout3d")
+    ndim = x._data.ndim
+    if ndim not in (4, 5):
+        warnings.warn("dropout3d: Received a %d-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise "
+                      "dropout on inputs with 3 spatial dimensions, a channel dimension, and an optional "
+                      "batch dimension (i.e. 4D or 5D inputs)." % ndim, UserWarning, stacklevel=2)
+    if ndim == 5:
+        return _feature_dropout(x, p, training, inplace)
+    return _rebatched(_feature_dropout(_unbatched(x, inplace), p, training, inplace), inplace)
 
 
 # -- embedding ------------------------------------------------------------------------------------
@@ -292,6 +367,9 @@ def _nn_only(name, function, samples, **info):
 
 _nn_only("layer_norm", layer_norm, S.layer_norm_samples())
 _nn_only("dropout", dropout, S.dropout_samples())
+_nn_only("dropout1d", dropout1d, S.dropout_samples((2, 3, 4)))
+_nn_only("dropout2d", dropout2d, S.dropout_samples((2, 3, 2, 2)))
+_nn_only("dropout3d", dropout3d, S.dropout_samples((2, 3, 2, 1, 2)))
 _nn_only("embedding", embedding, S.embedding_samples())
 _nn_only("one_hot", one_hot, S.one_hot_samples(), gradcheck=False, integer_inputs=True)
 _nn_only("normalize", normalize, S.normalize_samples())

@@ -231,11 +231,11 @@ def one_hot_samples():
     return samples
 
 
-def dropout_samples():
-    """Only the deterministic cases: eval mode and p == 0 (masks differ from torch's)."""
+def dropout_samples(shape=(3, 4)):
+    """Only the deterministic cases: eval mode, p == 0 and p == 1 (masks differ from torch's)."""
     def samples(rng):
-        yield Sample(rng.standard_normal((3, 4)), 0.5, False)
-        yield Sample(rng.standard_normal((3, 4)), 0.0)
-        yield Sample(rng.standard_normal(()), p=0.3, training=False)
-        yield Sample(rng.standard_normal((2, 3)), 1.0, note="p = 1: zeros")
+        yield Sample(rng.standard_normal(shape), 0.5, False)
+        yield Sample(rng.standard_normal(shape), 0.0)
+        yield Sample(rng.standard_normal(shape), p=0.3, training=False)
+        yield Sample(rng.standard_normal(shape), 1.0, note="p = 1: zeros")
     return samples

@@ -7,7 +7,7 @@ from cextend.nn.parameter import Parameter
 
 from cextend.nn.activation import (CELU, ELU, GELU, SELU, Hardtanh, LeakyReLU, LogSigmoid,  # noqa: E402
                                    LogSoftmax, Mish, ReLU6, SiLU, Softmax, Softmin, Softplus)
-from cextend.nn.dropout import Dropout  # noqa: E402
+from cextend.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: E402
 from cextend.nn.flatten import Flatten, Unflatten  # noqa: E402
 from cextend.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L1Loss,  # noqa: E402
                              SmoothL1Loss)
@@ -17,6 +17,7 @@ from cextend.nn.sparse import Embedding  # noqa: E402
 __all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Sequential",
            "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional"]
 __all__ += ["Softmax", "LogSoftmax", "Softmin", "GELU", "LeakyReLU", "ELU", "CELU", "SELU", "Softplus",
-            "SiLU", "Mish", "Hardtanh", "ReLU6", "LogSigmoid", "LayerNorm", "Dropout", "Embedding",
+            "SiLU", "Mish", "Hardtanh", "ReLU6", "LogSigmoid", "LayerNorm", "Dropout", "Dropout1d",
+            "Dropout2d", "Dropout3d", "Embedding",
             "Flatten", "Unflatten", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
             "KLDivLoss"]

@@ -13,7 +13,8 @@ from cextend._ops.nn_activation import (celu, celu_, elu, elu_, gelu, hardtanh, 
 from cextend._ops.nn_activation import log_softmax as _log_softmax
 from cextend._ops.nn_activation import softmax as _softmax
 from cextend._ops.nn_classification import cross_entropy, nll_loss  # noqa: F401
-from cextend._ops.nn_layers import dropout, embedding, layer_norm, normalize, one_hot  # noqa: F401
+from cextend._ops.nn_layers import (dropout, dropout1d, dropout2d, dropout3d, embedding,  # noqa: F401
+                                    layer_norm, normalize, one_hot)
 from cextend._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                                   huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
 

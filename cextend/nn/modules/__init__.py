@@ -4,7 +4,7 @@ from cextend.nn.layers import (CrossEntropyLoss, Identity, Linear, MSELoss, NLLL
 from cextend.nn.module import Module  # noqa: F401
 from cextend.nn.activation import (CELU, ELU, GELU, SELU, Hardtanh, LeakyReLU, LogSigmoid,  # noqa: F401,E402
                                    LogSoftmax, Mish, ReLU6, SiLU, Softmax, Softmin, Softplus)
-from cextend.nn.dropout import Dropout  # noqa: F401,E402
+from cextend.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401,E402
 from cextend.nn.flatten import Flatten, Unflatten  # noqa: F401,E402
 from cextend.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L1Loss,  # noqa: F401,E402
                              SmoothL1Loss)
