@@ -273,7 +273,7 @@ FEATURE_DROPOUT = [("dropout1d", (2, 5, 7)), ("dropout1d", (5, 7)), ("dropout2d"
                    ("dropout2d", (2, 5, 6)), ("dropout3d", (2, 5, 2, 3, 2)), ("dropout3d", (5, 2, 3, 2))]
 
 
-@pytest.mark.filterwarnings("ignore:dropout2d: Received a 3D input")
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 3D input")
 @pytest.mark.parametrize("name,shape", FEATURE_DROPOUT, ids=str)
 def test_feature_dropout_zeroes_whole_channels(name, shape):
     cx.manual_seed(4)
