@@ -61,7 +61,8 @@ class PointwiseLoss:
     def __call__(self, x, t, reduction, dt, out_dtype=None, extra=(), **params):
         """extra: optional Tensors (or None) the loss also reads, e.g. weights."""
         arrays = [None if e is None else as_array(e, dt) for e in extra]
-        loss = np.asarray(quietly(lambda: self.compute(as_array(x, dt), as_array(t, dt), *arrays, **params)), dt)
+        a, b = as_array(x, dt), as_array(t, dt)
+        loss = np.asarray(quietly(lambda: self.compute(a, b, *arrays, **params)), dt)
         out = quietly(reduce_array, loss, reduction)
         if out_dtype is not None and out.dtype != out_dtype:
             out = out.astype(out_dtype)
@@ -352,7 +353,8 @@ def _xlogy(x, y):
     """x * log(y), 0 where x == 0, NaN where y is NaN (torch.xlogy on same-shaped tensors)."""
     dt = result_type(x, y)
     a, b = as_array(x, dt), as_array(y, dt)
-    out = quietly(lambda: np.where(np.isnan(b), np.nan, np.where(a == 0, 0, a * np.log(np.where(a == 0, 1, b)))))
+    out = quietly(lambda: np.where(np.isnan(b), np.nan,
+                                   np.where(a == 0, 0, a * np.log(np.where(a == 0, 1, b)))))
     result = _wrap(np.asarray(out, dt))
     if rec.needs_grad(x, y):
         node = rec.record(_XlogyNode, (x, y), result)

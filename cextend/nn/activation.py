@@ -158,7 +158,8 @@ class Hardtanh(Module):
         self.max_val = max_val
         self.inplace = inplace
         if self.max_val <= self.min_val:
-            raise AssertionError("max_val (%s) must be greater than min_val (%s)" % (self.max_val, self.min_val))
+            raise AssertionError("max_val (%s) must be greater than min_val (%s)"
+                                 % (self.max_val, self.min_val))
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
