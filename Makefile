@@ -80,9 +80,11 @@ cuda: build
 
 # Long fuzzing and property testing (make test runs short, fixed counts).
 FUZZ_EXAMPLES ?= 20000
+DIFFTEST_PROGRAMS ?= 50000
 fuzz: build
 	$(PY) tests/fuzz_api.py --examples $(FUZZ_EXAMPLES) --seed $$(date +%s)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/test_properties.py -q
+	PYTHONPATH=tests $(PY) -m difftest --programs $(DIFFTEST_PROGRAMS) --seed $$(date +%s)
 
 # Compile every C source for aarch64 (only the portable kernels exist there):
 # no -march anywhere, so the build must not depend on x86.

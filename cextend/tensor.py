@@ -97,6 +97,7 @@ class Tensor:
     _grad_fn_version = 0        # views: the version at which _grad_fn was last right
     _accumulator = None         # leaves: weakref to the AccumulateGrad node
     _hooks = None               # leaves: Tensor.register_hook hooks
+    _retains_grad = False       # retain_grad() was called (it follows in-place rebases)
     __array_priority__ = 1000
     __array_ufunc__ = None      # numpy defers to Tensor's reflected operators
     __hash__ = object.__hash__
@@ -141,7 +142,9 @@ class Tensor:
     def requires_grad(self):
         if self._base is None:
             return self._requires_grad
-        return self._current_grad_fn() is not None or self._requires_grad
+        # torch: a view requires grad when it or its base does (its grad_fn
+        # may still be stale; it is rebuilt when used).
+        return self._requires_grad or self._grad_fn is not None or self._base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -199,20 +202,18 @@ class Tensor:
         return self._base is not None
 
     def retain_grad(self):
-        """Keep .grad for this non-leaf tensor after backward."""
+        """Keep .grad for this non-leaf tensor after backward (and after in-place changes)."""
         grad_fn = self.grad_fn
         if grad_fn is None:
-            if not self._requires_grad:
+            if not self.requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
+        self._retains_grad = True
         grad_fn._retain(self._output_nr, self)
 
     @property
     def retains_grad(self):
-        grad_fn = self.grad_fn
-        if grad_fn is None or grad_fn._retained is None:
-            return False
-        return any(ref() is self for ref in grad_fn._retained.get(self._output_nr, ()))
+        return self._retains_grad and self.grad_fn is not None
 
     def register_hook(self, hook):
         """hook(grad) runs when this tensor's gradient is computed; it may

@@ -67,6 +67,20 @@ def node_class(name, backward, multi_output=False):
                                        "__module__": __name__})
 
 
+def zeros_grad(g):
+    """An exact zero gradient shaped like g, outside any graph (torch's
+    zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
+    from cextend.tensor import _wrap
+    return _wrap(np.zeros(g._data.shape, g._data.dtype))
+
+
+def not_implemented(name, message, error=RuntimeError):
+    """A node for an op torch has no derivative for: backward raises, as torch's does."""
+    def backward(node, grads, *saved):
+        raise error(message)
+    return node_class(name, backward, multi_output=True)
+
+
 def requires_grad(x):
     """Whether x is a Tensor that requires grad (rebuilding a stale view's history)."""
     if x._base is None:
@@ -121,8 +135,17 @@ def connect(node, inputs):
     return node
 
 
+def _check_differentiable_output(out):
+    """torch refuses to attach history to a new integer tensor."""
+    if out._data.dtype.kind != "f" and out._base is None:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("Autograd not support dtype: %s" % _torch_name(out._data.dtype))
+
+
 def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
+    if type(out) is not tuple:
+        _check_differentiable_output(out)
     node = connect(new_node(node_cls), inputs)
     if type(out) is tuple:
         node.num_outputs = len(out)
@@ -141,6 +164,8 @@ def record(node_cls, inputs, out, saved=()):
 
 def record2(node_cls, a, b, out):
     """record() for the two-operand case, inlined (one call per binary op)."""
+    if out._data.dtype.kind != "f":
+        _check_differentiable_output(out)
     node = _new(node_cls)
     node._seq = _next_seq()
     edge_a, meta_a = _edge_and_meta(a)

@@ -26,13 +26,16 @@ class Binary:
     """One elementwise binary op: forward, in-place and out= forms.
 
     compute(x, y) gets numpy arrays (or Python numbers) already in the
-    computing dtype; backward(node, grad, *saved) returns (grad_self,
-    grad_other); saves names what backward needs: "self", "other", "result".
+    computing dtype; backward(node, grad, a, b, result) returns (grad_self,
+    grad_other).  saves(need_a, need_b, a_is_tensor, b_is_tensor) says which
+    of self, other and the result to keep, as torch's generated code decides
+    (what is not kept arrives as None, a Python number as itself), so a
+    later in-place change raises exactly where torch's would.
     result: "promote" (the common dtype), "float" (integers become the
     default float), "bool" (comparisons).
     """
 
-    def __init__(self, name, compute, backward=None, saves=(), result="promote", check=None):
+    def __init__(self, name, compute, backward=None, saves=None, result="promote", check=None):
         self.name = name
         self.compute = compute
         self.saves = saves
@@ -87,8 +90,8 @@ class Binary:
                         t is not float and t is not int and (other._requires_grad or other._base is not None)):
                     if rec.needs_grad(input, other):
                         node = rec.record2(self.node, input, other, result)
-                        if self.saves:
-                            node._saved = self._saved(input, other, result, input)
+                        if self.saves is not None:
+                            node._saved = self._saved(node, input, other, result, input)
                 return result
         a = require_operand(input, self.name, "input")
         b = require_operand(other, self.name, "other")
@@ -102,22 +105,19 @@ class Binary:
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b):
             node = rec.record(self.node, (a, b), result)
-            node._saved = self._saved(a, b, result, a)
+            if self.saves is not None:
+                node._saved = self._saved(node, a, b, result, a)
         return result
 
-    def _saved(self, a, b, result, original):
-        saves = self.saves
-        if not saves:
-            return ()
-        values = []
-        for what in saves:
-            if what == "self":
-                values.append(rec.save(original))
-            elif what == "other":
-                values.append(rec.save(b))
-            else:
-                values.append(rec.save_output(result))
-        return tuple(values)
+    def _keep(self, node, a, b):
+        """(keep self, keep other, keep result) for this call."""
+        return self.saves(node.needs(0), node.needs(1), is_tensor(a), is_tensor(b))
+
+    def _saved(self, node, a, b, result, original, keep=None):
+        keep_a, keep_b, keep_r = keep or self._keep(node, a, b)
+        return ((rec.save(original) if keep_a else None) if is_tensor(a) else a,
+                (rec.save(b) if keep_b else None) if is_tensor(b) else b,
+                rec.save_output(result) if keep_r else None)
 
     def inplace(self, input, other):
         a = require_tensor(input, self.name + "_")
@@ -127,16 +127,18 @@ class Binary:
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
-            node = rec.connect(self.node(), (a, b))
-            # Saved before the change: self's old value (a recorded clone, so
-            # its own history stays differentiable) and other at its current
-            # version, which is why y.mul_(y) raises at backward as in torch.
-            before = {"self": rec.save(a.clone()) if "self" in self.saves else None,
-                      "other": rec.save(b)}
+            node = rec.connect(rec.new_node(self.node), (a, b))
+            if self.saves is not None:
+                # Saved before the change: self's old value (a recorded clone,
+                # so its own history stays differentiable) and other at its
+                # current version, which is why y.mul_(y) raises as in torch.
+                keep = self._keep(node, a, b)
+                original = a.clone() if keep[0] else a
+                before = self._saved(node, a, b, None, original, (keep[0], keep[1], False))
         a._data[...] = self.run(a, b, rt)
         rec.finish_inplace(a, node)
-        if node is not None:
-            node._saved = tuple(before[w] if w in before else rec.save_output(a) for w in self.saves)
+        if node is not None and self.saves is not None:
+            node._saved = before[:2] + ((rec.save_output(a) if keep[2] else None),)
         return a
 
 
@@ -173,57 +175,57 @@ def _zeros_like(t):
 
 # -- the ops -------------------------------------------------------------
 
-def _add_backward(node, g):
+def _add_backward(node, g, *unused):
     return (g if node.needs(0) else None), (g if node.needs(1) else None)
 
 
-def _sub_backward(node, g):
+def _sub_backward(node, g, *unused):
     return (g if node.needs(0) else None), (-g if node.needs(1) else None)
 
 
-def _mul_backward(node, g, a, b):
+def _mul_backward(node, g, a, b, result):
     return (g * b if node.needs(0) else None), (g * a if node.needs(1) else None)
 
 
-def _div_backward(node, g, a, b):
+def _div_backward(node, g, a, b, result):
     grad_a = g / b if node.needs(0) else None
     grad_b = -g * ((a / b) / b) if node.needs(1) else None
     return grad_a, grad_b
 
 
-def _remainder_backward(node, g, a, b):
+def _remainder_backward(node, g, a, b, result):
     return (g if node.needs(0) else None), (-g * div(a, b, rounding_mode="floor") if node.needs(1) else None)
 
 
-def _fmod_backward(node, g, a, b):
+def _fmod_backward(node, g, a, b, result):
     return (g if node.needs(0) else None), (-g * div(a, b, rounding_mode="trunc") if node.needs(1) else None)
 
 
-def _atan2_backward(node, g, a, b):
+def _atan2_backward(node, g, a, b, result):
     recip = (a * a + b * b).reciprocal()
     return (g * b * recip if node.needs(0) else None), (g * -a * recip if node.needs(1) else None)
 
 
-def _maximum_backward(node, g, a, b):
+def _maximum_backward(node, g, a, b, result):
     half = where(a == b, g / 2, g)
     return (half.masked_fill(a < b, 0) if node.needs(0) else None,
             half.masked_fill(a > b, 0) if node.needs(1) else None)
 
 
-def _minimum_backward(node, g, a, b):
+def _minimum_backward(node, g, a, b, result):
     half = where(a == b, g / 2, g)
     return (half.masked_fill(a > b, 0) if node.needs(0) else None,
             half.masked_fill(a < b, 0) if node.needs(1) else None)
 
 
-def _fmax_backward(node, g, a, b):
+def _fmax_backward(node, g, a, b, result):
     # fmax ignores NaN: the gradient goes to the operand that was chosen.
     pick_a = (a >= b).logical_or(b.isnan()) if is_tensor(b) else (a >= b)
     return (g.masked_fill(pick_a.logical_not(), 0) if node.needs(0) else None,
             g.masked_fill(pick_a, 0) if node.needs(1) else None)
 
 
-def _fmin_backward(node, g, a, b):
+def _fmin_backward(node, g, a, b, result):
     pick_a = (a <= b).logical_or(b.isnan()) if is_tensor(b) else (a <= b)
     return (g.masked_fill(pick_a.logical_not(), 0) if node.needs(0) else None,
             g.masked_fill(pick_a, 0) if node.needs(1) else None)
@@ -254,16 +256,32 @@ _ADD = Binary("add", np.add, _add_backward)
 _SUB = Binary("sub", np.subtract, _sub_backward,
               check=_no_bool("sub", "Subtraction, the `-` operator, with two bool tensors is not "
                                     "supported. Use the `^` or `logical_xor()` operator instead."))
-_MUL = Binary("mul", np.multiply, _mul_backward, saves=("self", "other"))
-_DIV = Binary("div", np.true_divide, _div_backward, saves=("self", "other"), result="float")
-_REMAINDER = Binary("remainder", np.remainder, _remainder_backward, saves=("self", "other"),
+def _keep_for_mul(need_a, need_b, tensor_a, tensor_b):
+    return need_b, need_a, False            # d/da needs b, d/db needs a
+
+
+def _keep_for_div(need_a, need_b, tensor_a, tensor_b):
+    return need_b, need_a or need_b, False
+
+
+def _keep_for_other(need_a, need_b, tensor_a, tensor_b):
+    return need_b, need_b, False            # only the divisor's gradient needs values
+
+
+def _keep_both(need_a, need_b, tensor_a, tensor_b):
+    return True, True, False
+
+
+_MUL = Binary("mul", np.multiply, _mul_backward, saves=_keep_for_mul)
+_DIV = Binary("div", np.true_divide, _div_backward, saves=_keep_for_div, result="float")
+_REMAINDER = Binary("remainder", np.remainder, _remainder_backward, saves=_keep_for_other,
                     check=_integer_division_check)
-_FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=("self", "other"), check=_integer_division_check)
-_ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=("self", "other"), result="float")
-_MAXIMUM = Binary("maximum", np.maximum, _maximum_backward, saves=("self", "other"))
-_MINIMUM = Binary("minimum", np.minimum, _minimum_backward, saves=("self", "other"))
-_FMAX = Binary("fmax", np.fmax, _fmax_backward, saves=("self", "other"))
-_FMIN = Binary("fmin", np.fmin, _fmin_backward, saves=("self", "other"))
+_FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=_keep_for_other, check=_integer_division_check)
+_ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=_keep_both, result="float")
+_MAXIMUM = Binary("maximum", np.maximum, _maximum_backward, saves=_keep_both)
+_MINIMUM = Binary("minimum", np.minimum, _minimum_backward, saves=_keep_both)
+_FMAX = Binary("fmax", np.fmax, _fmax_backward, saves=_keep_both)
+_FMIN = Binary("fmin", np.fmin, _fmin_backward, saves=_keep_both)
 
 
 def _alpha(input, other, alpha, op):
@@ -331,16 +349,23 @@ def _trunc_divide(x, y):
 
 def _zero_backward(node, g, *saved):
     """Piecewise-constant ops (rounding division, comparisons stored in place)."""
-    return (g * 0 if node.needs(0) else None), (g * 0 if node.needs(1) else None)
+    return (rec.zeros_grad(g) if node.needs(0) else None), (rec.zeros_grad(g) if node.needs(1) else None)
 
 
 _ZeroGradNode = rec.node_class("ZeroGradBackward", _zero_backward)
 
 
-_FLOOR_DIV = Binary("floor_divide", np.floor_divide, _zero_backward, saves=("self", "other"),
+_FLOOR_DIV = Binary("floor_divide", np.floor_divide, _zero_backward, saves=_keep_both,
                     check=_integer_division_check)
-_TRUNC_DIV = Binary("div", _trunc_divide, _zero_backward, saves=("self", "other"),
+_TRUNC_DIV = Binary("div", _trunc_divide, _zero_backward, saves=_keep_both,
                     check=_integer_division_check)
+# floor_divide itself has no derivative in torch: backward through it raises.
+_FLOOR_DIVIDE = Binary("floor_divide", np.floor_divide, None, check=_integer_division_check)
+_FLOOR_DIVIDE.node = rec.not_implemented("FloorDivideBackward",
+                                         "derivative for aten::floor_divide is not implemented")
+# nor does remainder with a number as the dividend
+_RREMAINDER = Binary("remainder", np.remainder, None, check=_integer_division_check)
+_RREMAINDER.node = rec.not_implemented("RemainderBackward", "derivative for aten::remainder is not implemented")
 
 
 @register("div", aliases=("divide", "true_divide"), samples=S.binary(positive_other=True),
@@ -354,17 +379,19 @@ def div(input, other, *, rounding_mode=None, out=None):
     return _div_rounded(input, other, rounding_mode, out)
 
 
-@register("floor_divide", inplace=lambda self, other: _FLOOR_DIV.inplace(self, other),
+@register("floor_divide", inplace=lambda self, other: _FLOOR_DIVIDE.inplace(self, other),
           samples=S.binary(positive_other=True), gradcheck=False, family="arithmetic",
           integer_inputs=True)
 def floor_divide(input, other, *, out=None):
-    return _FLOOR_DIV(input, other, out)
+    return _FLOOR_DIVIDE(input, other, out)
 
 
 @register("remainder", inplace=lambda self, other: _REMAINDER.inplace(self, other),
           samples=S.binary(positive_other=True, smooth_mod=True), family="arithmetic",
           integer_inputs=True)
 def remainder(input, other, *, out=None):
+    if not is_tensor(input):
+        return _RREMAINDER(require_operand(input, "remainder", "self"), other, out)
     return _REMAINDER(input, other, out)
 
 
@@ -409,6 +436,21 @@ def _log_of_number(x):
     return -math.inf if x == 0 else math.nan
 
 
+def _power(x, y):
+    """np.power with C's pow at -inf: numpy's SIMD power gives NaN for
+    (-inf) ** 0.5 where C (and torch) give inf."""
+    out = np.power(x, y)
+    if type(x) is np.ndarray and x.dtype.kind == "f":
+        negative_inf = np.isneginf(x)
+        if negative_inf.any():
+            y_arr = np.asarray(y, dtype=x.dtype)
+            odd_integer = (np.floor(y_arr) == y_arr) & (np.remainder(y_arr, 2) == 1)
+            fixed = np.where(y_arr > 0, np.where(odd_integer, -np.inf, np.inf),
+                             np.where(y_arr < 0, np.where(odd_integer, -0.0, 0.0), 1.0))
+            out = np.where(negative_inf & ~np.isnan(y_arr), fixed.astype(x.dtype), out)
+    return out
+
+
 def _pow_backward(node, g, a, b, result):
     grad_a = grad_b = None
     tensor_a, tensor_b = is_tensor(a), is_tensor(b)
@@ -433,7 +475,15 @@ def _pow_backward(node, g, a, b, result):
     return grad_a, grad_b
 
 
-_POW = Binary("pow", np.power, _pow_backward, saves=("self", "other", "result"), check=_pow_check)
+def _keep_for_pow(need_a, need_b, tensor_a, tensor_b):
+    if not tensor_b:                        # pow(Tensor, number): self only
+        return need_a, False, False
+    if not tensor_a:                        # pow(number, Tensor): exponent and result
+        return False, need_b, need_b
+    return need_a or need_b, need_a or need_b, need_b
+
+
+_POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_check)
 
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),

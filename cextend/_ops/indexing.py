@@ -162,7 +162,7 @@ method("__getitem__", getitem)
 # -- writing ----------------------------------------------------------------------------
 
 def _copy_backward(node, g):
-    return (g * 0 if node.needs(0) else None), (g if node.needs(1) else None)
+    return (rec.zeros_grad(g) if node.needs(0) else None), (g if node.needs(1) else None)
 
 
 _CopyNode = rec.node_class("CopyBackwards", _copy_backward)
@@ -204,7 +204,7 @@ method("copy_", copy_)
 
 
 def _fill_backward(node, g):
-    return (g * 0 if node.needs(0) else None), (g.sum() if node.needs(1) else None)
+    return (rec.zeros_grad(g) if node.needs(0) else None), (g.sum() if node.needs(1) else None)
 
 
 _FillNode = rec.node_class("FillBackward", _fill_backward)

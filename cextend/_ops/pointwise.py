@@ -97,7 +97,7 @@ def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, a
 
 
 def _zero(node, g, *saved):
-    return g * 0
+    return rec.zeros_grad(g)
 
 
 # -- trigonometric and hyperbolic --------------------------------------------
@@ -153,7 +153,7 @@ def _sign(x):
 
 
 sign = _unary("sign", _sign, _zero, (), float_result=False)
-sgn = _unary("sgn", _sign, _zero, (), float_result=False, inplace=True)
+sgn = _unary("sgn", _sign, _zero, ("result",), float_result=False, inplace=True)     # torch saves it
 absolute = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
              aliases=("absolute",), integer_inputs=True)
 
@@ -187,7 +187,7 @@ def round_(input, *, decimals=0, out=None):
 
 
 def _round_backward_zero(node, g):
-    return g * 0
+    return rec.zeros_grad(g)
 
 
 register("round", round_, inplace=lambda self, decimals=0: (

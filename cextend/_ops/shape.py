@@ -518,7 +518,8 @@ def _pieces(x, dim, bounds, op, stacked=False):
     outs = []
     for i, (start, stop) in enumerate(bounds):
         key = (slice(None),) * d + ((start if stacked else slice(start, stop)), Ellipsis)
-        outs.append(views.make_view(x, x._data[key], (lambda k: lambda t: t[k])(key), multi_output=op))
+        outs.append(views.make_view(x, x._data[key], (lambda k: lambda t: t[k])(key),
+                                    multi_output="Output %d of %s" % (i, op)))
     outs = tuple(outs)
     if rec.needs_grad(x):
         node = rec.record(_UnbindNode if stacked else _SplitNode, (x,), outs)
@@ -538,7 +539,8 @@ def split(tensor, split_size_or_sections, dim=0):
         if step <= 0 and size:
             raise RuntimeError("split_size can only be 0 if dimension size is 0, but got dimension size "
                                "of %d" % size)
-        starts = range(0, size, step) if step else [0]
+        # torch: at least one piece, even of an empty dim
+        starts = range(0, size, step) if step and size else [0]
         bounds = [(s, min(s + step, size)) for s in starts]
     else:
         sections = [int(s) for s in split_size_or_sections]
@@ -549,8 +551,7 @@ def split(tensor, split_size_or_sections, dim=0):
         for s in sections:
             bounds.append((start, start + s))
             start += s
-    return _pieces(x, d, bounds, "SplitBackward" if isinstance(split_size_or_sections, int)
-                   else "SplitWithSizesBackward")
+    return _pieces(x, d, bounds, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 
 
 def chunk(input, chunks, dim=0):
@@ -559,13 +560,15 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     size = x._data.shape[_dim(dim, x._data.ndim)]
     step = -(-size // chunks) if size else 1
-    return split(x, step, dim) if size else _pieces(x, dim, [(0, 0)], "SplitBackward")
+    if size == 0:       # torch: `chunks` empty pieces
+        return _pieces(x, dim, [(0, 0)] * chunks, "Split")
+    return split(x, step, dim)
 
 
 def unbind(input, dim=0):
     x = require_tensor(input, "unbind")
     d = _dim(dim, x._data.ndim)
-    return _pieces(x, d, [(i, i + 1) for i in range(x._data.shape[d])], "UnbindBackward", stacked=True)
+    return _pieces(x, d, [(i, i + 1) for i in range(x._data.shape[d])], "Unbind", stacked=True)
 
 
 def _split_call(op, *args):

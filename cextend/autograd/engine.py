@@ -140,10 +140,10 @@ def _tensor_hooks(node, grads):
     if hooks:
         for nr, fns in hooks.items():
             for fn in list(fns):
-                if grads[nr] is not None:
-                    new = fn(grads[nr])
-                    if new is not None:
-                        grads[nr] = new
+                # torch calls a hook even when its output got no gradient (None)
+                new = fn(grads[nr])
+                if new is not None:
+                    grads[nr] = new
     if type(node) is AccumulateGrad:
         leaf_hooks = node.variable._hooks
         if leaf_hooks and grads[0] is not None:
@@ -278,13 +278,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     edges = _input_edges(inputs, Tensor)
+    for t in inputs:
+        if t.grad_fn is not None:
+            t.retain_grad()     # as torch: a non-leaf input keeps its .grad from now on
     with grad_mode.set_grad_enabled(create_graph):
         for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
             if t.grad_fn is None:
                 accumulate_into(t, g)
-            elif g is not None:
-                # a non-leaf input: its gradient is stored like a retained one
-                t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _input_edges(inputs, Tensor):

@@ -111,7 +111,10 @@ class AccumulateGrad(Node):
         self._input_meta = ()
 
     def apply(self, grads):
-        accumulate_into(self.variable, grads[0])
+        # A leaf detached (detach_, requires_grad_(False)) after the graph was
+        # built no longer accumulates, as in torch.
+        if self.variable._requires_grad:
+            accumulate_into(self.variable, grads[0])
         return ()
 
 

@@ -27,7 +27,8 @@ _NO_EDGE = (None, 0)
 
 def make_view(base, array, view_fn, multi_output=None):
     """A Tensor for `array`, a view into base's storage made by the op that
-    view_fn replays.  multi_output: the op's name when it returns several views."""
+    view_fn replays.  multi_output: "Output i of Op" when the op returns
+    several views (split, chunk, unbind)."""
     from cextend.tensor import _wrap
     out = _wrap(array)
     out._version_counter = base._version_counter
@@ -35,39 +36,84 @@ def make_view(base, array, view_fn, multi_output=None):
     if root is None:
         out._base = base
         out._view_fn = view_fn
-        meta = DEFAULT
+        parent = DEFAULT
     else:
         out._base = root
         parent_fn = base._view_fn
         out._view_fn = (lambda t: view_fn(parent_fn(t))) if parent_fn is not None else view_fn
-        meta = base._creation_meta
+        parent = base._creation_meta
+        if parent != DEFAULT:
+            out._creation_meta_op = base._creation_meta_op
+    # torch's propagate_creation_meta: the newest restriction wins.
     if not grad_mode.is_grad_enabled():
-        meta = meta or NO_GRAD_MODE
-        # torch: a view made without grad mode of a tensor that requires
-        # grad still reports requires_grad (and has no grad_fn).
-        out._requires_grad = base.requires_grad
+        meta = NO_GRAD_MODE
     elif multi_output is not None:
-        meta = meta or MULTI_OUTPUT
+        meta = MULTI_OUTPUT
         out._creation_meta_op = multi_output
-    out._creation_meta = meta
+    else:
+        meta = parent
+    if meta != DEFAULT:
+        out._creation_meta = meta
     out._grad_fn_version = out._version_counter[0]
     return out
 
 
+def _refusal(tensor, indirect):
+    """torch's handle_view_on_rebase message for a view it will not rebase."""
+    meta = tensor._creation_meta
+    what = "its base or another view of its base has been" if indirect else "is being"
+    name = tensor._creation_meta_op or "Output 0 of a view op"
+    if meta == NO_GRAD_MODE or tensor._grad_fn is None:
+        message = "A view was created in no_grad mode and %s modified inplace with grad mode enabled." % what
+    else:
+        message = "%s is a view and %s modified inplace." % (name, what)
+    if meta == MULTI_OUTPUT:
+        message += (" This view is the output of a function that returns multiple views. Such functions "
+                    "do not allow the output views to be modified inplace. You should replace the "
+                    "inplace operation by an out-of-place one.")
+    elif meta == NO_GRAD_MODE:
+        message += (" Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+                    "clarify your code by moving both the view and the inplace either both inside the "
+                    "no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+                    "you want the inplace to be tracked).")
+    else:
+        message += (" This view was created inside a custom Function (or because an input was returned "
+                    "as-is) and the autograd logic to handle view+inplace would override the custom "
+                    "backward associated with the custom Function, leading to incorrect gradients. "
+                    "This behavior is forbidden. You can fix this by cloning the output of the custom "
+                    "Function.")
+    return RuntimeError(message)
+
+
 def regenerate(view):
-    """Rebuild a view's grad_fn from its base's current history."""
-    view._grad_fn_version = view._version_counter[0]
-    if view._creation_meta == NO_GRAD_MODE:
-        return
+    """Rebuild a view's grad_fn from its base's current history (the base,
+    or another view of it, was modified in place)."""
     base = view._base
+    if view._grad_fn is None and not base.requires_grad:
+        return
+    if view._creation_meta != DEFAULT:
+        raise _refusal(view, indirect=True)
+    view._grad_fn_version = view._version_counter[0]
+    old_fn, old_nr = view._grad_fn, view._output_nr
     if not base.requires_grad:
         view._grad_fn = None
+    else:
+        with grad_mode.enable_grad():
+            replay = view._view_fn(base)
+        view._grad_fn = replay._grad_fn
+        view._output_nr = replay._output_nr
+        view._requires_grad = True
+    move_retained(view, old_fn, old_nr)
+
+
+def move_retained(tensor, old_fn, old_nr):
+    """retain_grad() follows a tensor to its new grad_fn (as torch moves the hook)."""
+    if not tensor._retains_grad or tensor._grad_fn is None:
         return
-    with grad_mode.enable_grad():
-        replay = view._view_fn(base)
-    view._grad_fn = replay._grad_fn
-    view._output_nr = replay._output_nr
-    view._requires_grad = True
+    if old_fn is not None and old_fn._retained:
+        refs = old_fn._retained.get(old_nr, [])
+        refs[:] = [ref for ref in refs if ref() is not tensor]
+    tensor._grad_fn._retain(tensor._output_nr, tensor)
 
 
 def check_inplace(tensor, requires_grad):
@@ -75,30 +121,10 @@ def check_inplace(tensor, requires_grad):
     if not (requires_grad and grad_mode.is_grad_enabled()):
         return
     if tensor._view_fn is not None:
-        meta = tensor._creation_meta
-        if meta == NO_GRAD_MODE:
-            raise RuntimeError(
-                "A view was created in no_grad mode and is being modified inplace with grad mode "
-                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
-                "You can clarify your code by moving both the view and the inplace either both "
-                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-                "outside (if you want the inplace to be tracked).")
-        if meta == MULTI_OUTPUT:
-            raise RuntimeError(
-                "Output 0 of %s is a view and is being modified inplace. This view is the output of "
-                "a function that returns multiple views. Such functions do not allow the output "
-                "views to be modified inplace. You should replace the inplace operation by an "
-                "out-of-place one." % getattr(tensor, "_creation_meta_op", "a view op"))
-        if meta == IN_CUSTOM_FUNCTION:
-            raise RuntimeError(
-                "%s is a view and is being modified inplace. This view was created inside a custom "
-                "Function (or because an input was returned as-is) and the autograd logic to handle "
-                "view+inplace would override the custom backward associated with the custom "
-                "Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
-                "this by cloning the output of the custom Function."
-                % getattr(tensor, "_creation_meta_op", "Output 0"))
+        if tensor._creation_meta != DEFAULT:
+            raise _refusal(tensor, indirect=False)
         base = tensor._base
-        if base._grad_fn is None and base._requires_grad:
+        if tensor.requires_grad and base._grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
     elif tensor._grad_fn is None and tensor._requires_grad:
@@ -108,15 +134,19 @@ def check_inplace(tensor, requires_grad):
 def rebase_history(tensor, node, output_nr=0):
     """After an in-place op recorded as `node`, `tensor` (or its base) takes that history."""
     if tensor._view_fn is None:
+        old_fn, old_nr = tensor._grad_fn, tensor._output_nr
         tensor._grad_fn = node
         tensor._output_nr = output_nr
         tensor._requires_grad = True
+        move_retained(tensor, old_fn, old_nr)
         return
     base = tensor._base
     copy_slices = CopySlices(base, tensor, node)
+    old_fn, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = copy_slices
     base._output_nr = 0
     base._requires_grad = True
+    move_retained(base, old_fn, old_nr)
     tensor._grad_fn_version = -1     # rebuilt from the base on next use
     tensor._requires_grad = True
 
@@ -143,6 +173,9 @@ class CopySlices(Node):
 
     def apply(self, grads):
         from cextend.autograd.engine import fit_gradient
+        if self.fn is None:
+            from cextend.autograd.graph import FREED_MESSAGE
+            raise RuntimeError(FREED_MESSAGE)
         if grads[0] is None:
             return (None,) * len(self.next_functions)
         result = grads[0].clone()
@@ -156,4 +189,7 @@ class CopySlices(Node):
         return (result,) + tuple(results[1:])
 
     def _release(self):
-        self.fn._release()
+        # as torch's CopySlices: a second backward through it raises
+        if self.fn is not None:
+            self.fn._release()
+            self.fn = None

@@ -1,0 +1,164 @@
+"""Running a program's statements in both libraries, comparing after each.
+
+A Session holds two namespaces, one per library.  `step(stmt)` runs the
+statement in torch's namespace, then in cextend's, and compares:
+- whether it raised (in both or in neither); both raising with exceptions
+  of different kinds is a soft finding (reported, not failed);
+- every value the program has named (v0, v1, ...), after the statement:
+  an in-place op may change values it did not name.
+"""
+import math
+import re
+
+import numpy as np
+
+from . import functions
+from .outcome import Describer, compare, describe_error, error_category
+
+VALUE_NAME = re.compile(r"^v\d+$")
+_DEFINED = {}
+
+
+def _functions(lib):
+    if lib.__name__ not in _DEFINED:
+        _DEFINED[lib.__name__] = functions.define(lib)
+    return _DEFINED[lib.__name__]
+
+
+def namespace(lib):
+    ns = {"torch": lib, "np": np, "nan": math.nan, "inf": math.inf}
+    ns.update(_functions(lib))
+    return ns
+
+
+def value_names(ns):
+    return sorted((k for k in ns if VALUE_NAME.match(k)), key=lambda k: int(k[1:]))
+
+
+class Finding:
+    """A statement at which the libraries disagree."""
+
+    def __init__(self, index, stmt, kind, torch_error=None, cextend_error=None, differences=(), history=()):
+        self.index = index
+        self.stmt = stmt
+        self.history = history              # the statements before this one
+        self.kind = kind                    # "error", "soft-error" or "state"
+        self.torch_error = torch_error
+        self.cextend_error = cextend_error
+        self.differences = list(differences)
+
+    @property
+    def signature(self):
+        """What kind of disagreement, for grouping (and for shrinking, which
+        keeps it): an error raised in one library only is grouped by its
+        message, whatever the op; a different state by the op and field."""
+        if self.kind == "soft-state":
+            d = self.differences[0]
+            return ("state after an error in both", "%s%s" % ("grad " if ".grad" in d.path else "", d.field))
+        if self.kind == "soft-error":
+            return ("%s in torch, %s in cextend" % (error_category(self.torch_error),
+                                                   error_category(self.cextend_error)),
+                    _message_shape(self.cextend_error))
+        if self.kind == "error":
+            side, error = (("torch", self.torch_error) if self.cextend_error is None
+                           else ("cextend", self.cextend_error))
+            return ("raises only in " + side, _message_shape(error))
+        d = self.differences[0]
+        where = "grad " if ".grad" in d.path else ""
+        return (_plain_op(self.stmt.op), where + d.field)
+
+    def explain(self):
+        lines = []
+        if self.kind != "state":
+            lines.append("torch:   " + ("no error" if self.torch_error is None else describe_error(self.torch_error)))
+            lines.append("cextend: " + ("no error" if self.cextend_error is None
+                                        else describe_error(self.cextend_error)))
+        for d in self.differences[:6]:
+            lines.append("%s %s:\n  torch:   %s\n  cextend: %s" % (d.path, d.field, d.torch, d.cextend))
+        if len(self.differences) > 6:
+            lines.append("... and %d more differences" % (len(self.differences) - 6))
+        return "\n".join(lines)
+
+
+def _plain_op(op):
+    """The op without its grad-mode decoration ("mul_ [no_grad]" -> "mul_")."""
+    return op.split(" [")[0]
+
+
+def _message_shape(error):
+    """An error message with its particulars (numbers, quoted names, shapes) blanked."""
+    text = describe_error(error)
+    text = re.sub(r"\[[^\]]*\]", "[..]", text)
+    text = re.sub(r"'[^']*'", "'..'", text)
+    text = re.sub(r"\d+", "N", text)
+    return text[:90]
+
+
+class Session:
+    def __init__(self, torch, cextend):
+        self.libs = (torch, cextend)
+        self.ns = (namespace(torch), namespace(cextend))
+        self.describe = (Describer(torch), Describer(cextend))
+        self.index = 0
+        self.history = []
+
+    @property
+    def torch_ns(self):
+        return self.ns[0]
+
+    def step(self, stmt):
+        """Run stmt in both; return (hard Finding or None, soft Finding or None)."""
+        index = self.index
+        self.index += 1
+        history = tuple(self.history)
+        self.history.append(stmt)
+        errors = [_execute(stmt, ns) for ns in self.ns]
+        soft = None
+        if (errors[0] is None) != (errors[1] is None):
+            return Finding(index, stmt, "error", errors[0], errors[1], history=history), None
+        if errors[0] is not None and error_category(errors[0]) != error_category(errors[1]):
+            soft = Finding(index, stmt, "soft-error", errors[0], errors[1], history=history)
+        differences = self.compare_state()
+        if differences and errors[0] is not None:
+            # Both raised: what a failed statement left half-done is not a
+            # contract (torch itself may have written part of an in-place result).
+            return None, soft or Finding(index, stmt, "soft-state", errors[0], errors[1], differences, history)
+        if differences:
+            return Finding(index, stmt, "state", errors[0], errors[1], differences, history), soft
+        return None, soft
+
+    def compare_state(self):
+        t_ns, c_ns = self.ns
+        t_names, c_names = value_names(t_ns), value_names(c_ns)
+        if t_names != c_names:
+            return [_missing(t_names, c_names)]
+        out = []
+        dt, dc = self.describe
+        described = [(name, dt(t_ns[name]), dc(c_ns[name])) for name in t_names]
+        # float32 values flowing into float64 ones carry float32's error.
+        loosest = "float32" if any(_holds_float32(t) for _, t, _ in described) else None
+        for name, t, c in described:
+            out.extend(compare(name, t, c, loosest=loosest))
+        return out
+
+
+def _holds_float32(d):
+    if d[0] == "tensor":
+        return d[1]["dtype"] in ("float32", "float16", "bfloat16")
+    if d[0] == "seq":
+        return any(_holds_float32(x) for x in d[2])
+    return False
+
+
+def _missing(t_names, c_names):
+    from .outcome import Difference
+    return Difference("namespace", "names", sorted(set(t_names) - set(c_names)),
+                      sorted(set(c_names) - set(t_names)))
+
+
+def _execute(stmt, ns):
+    try:
+        exec(stmt.compiled, ns)
+    except Exception as error:      # noqa: BLE001 -- any error is an outcome to compare
+        return error
+    return None

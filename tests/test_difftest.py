@@ -1,0 +1,114 @@
+"""cextend against torch on generated programs (the differential tester,
+tests/difftest), and tests of the tester itself.
+
+make test runs DIFFTEST_PROGRAMS (default 2000) programs from a fixed
+seed; `make fuzz` runs many more from a fresh one.
+"""
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch not installed: the differential tester runs "
+                                            "programs in torch 2.13 and cextend side by side")
+
+import cextend  # noqa: E402
+from difftest import allowlist  # noqa: E402
+from difftest.outcome import Describer, compare  # noqa: E402
+from difftest.program import Stmt  # noqa: E402
+from difftest.run import run_many  # noqa: E402
+from difftest.session import Finding  # noqa: E402
+
+SEED = 20260
+PROGRAMS = int(os.environ.get("DIFFTEST_PROGRAMS", "2000"))
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_generated_programs_agree_with_torch(one_thread):
+    summary = run_many(torch, cextend, SEED, PROGRAMS)
+    print(summary.report(repros=False))
+    assert not summary.generator_errors, summary.report()
+    assert summary.failed == 0, summary.report()
+    assert summary.programs == PROGRAMS
+
+
+# -- the tester itself ----------------------------------------------------------------
+
+def _differences(t_value, c_value):
+    return compare("x", Describer(torch)(t_value), Describer(cextend)(c_value))
+
+
+def test_comparison_sees_values_nan_positions_dtype_shape_and_grad_metadata():
+    a = np.array([1.0, np.nan, -np.inf, 0.5], np.float32)
+    assert _differences(torch.tensor(a), cextend.tensor(a)) == []
+    ulp = np.nextafter(np.float32(0.5), np.float32(1))
+    assert _differences(torch.tensor(a), cextend.tensor(np.array([1, np.nan, -np.inf, ulp], np.float32))) == []
+    for other, field in ((np.array([1.0, np.nan, -np.inf, 0.75], np.float32), "values"),
+                         (np.array([1.0, 0.0, -np.inf, 0.5], np.float32), "values"),
+                         (np.array([1.0, np.nan, np.inf, 0.5], np.float32), "values"),
+                         (a.astype(np.float64), "dtype"), (a[:3], "shape")):
+        found = _differences(torch.tensor(a), cextend.tensor(other))
+        assert [d.field for d in found] == [field], (other, found)
+    found = _differences(torch.tensor(a, requires_grad=True), cextend.tensor(a))
+    assert [d.field for d in found] == ["requires_grad"]
+    t = torch.tensor([2.0], requires_grad=True)
+    (t * 3).sum().backward()
+    c = cextend.tensor([2.0], requires_grad=True)
+    (c * 2).sum().backward()
+    assert [(d.path, d.field) for d in _differences(t, c)] == [("x.grad", "values")]
+    assert [d.field for d in _differences(torch.tensor([1, 2]), cextend.tensor([1, 3]))] == ["values"]
+
+
+def test_a_deviation_never_excuses_a_different_number():
+    anything = [allowlist.Deviation("catch-all", "test", lambda code, t, c: True)]
+    stmt = Stmt("v1 = v0 * 2", "arith")
+    differs = compare("v1", Describer(torch)(torch.tensor([1.0])), Describer(cextend)(cextend.tensor([2.0])))
+    assert allowlist.excuse(Finding(0, stmt, "state", differences=differs), anything) is None
+    assert allowlist.excuse(Finding(0, stmt, "error", RuntimeError("x"), RuntimeError("y")), anything) is None
+    one_raised = Finding(0, stmt, "error", RuntimeError("torch only"), None)
+    assert allowlist.excuse(one_raised, anything) is anything[0]
+
+
+def test_a_planted_bug_is_found_and_shrunk(monkeypatch, one_thread):
+    """A wrong `+` in cextend must be reported, as a program of a few statements."""
+    add = cextend.Tensor.__add__
+
+    def wrong_add(self, other):
+        result = add(self, other)
+        return result * 2 if result.dtype == cextend.float32 and result.numel() else result
+    monkeypatch.setattr(cextend.Tensor, "__add__", wrong_add)
+    summary = run_many(torch, cextend, 1, 60)
+    assert summary.failed > 0
+    repro = next(repro for count, first, repro in summary.groups.values() if " + " in repro)
+    body = [line for line in repro.split("nan, inf = float('nan'), float('inf')\n")[1].splitlines()
+            if line.startswith("v")]
+    assert len(body) <= 4, repro
+
+
+def test_every_documented_deviation_is_in_the_readme():
+    readme = open(os.path.join(os.path.dirname(__file__), os.pardir, "README.md")).read()
+    listed = readme.split("Documented deviations")[1].split("\n#")[0]
+    for deviation in allowlist.ALLOWED:
+        assert deviation.name in listed, deviation.name
+    for entry in allowlist.UNSPECIFIED:
+        for op in entry.ops:
+            assert "`%s`" % op in listed, op
+
+
+def test_unspecified_choices_cover_only_the_index_output():
+    stmt = Stmt("v1 = v0.topk(2)", "op", "topk")
+    indices = compare("v1", Describer(torch)(torch.tensor([0, 1])), Describer(cextend)(cextend.tensor([1, 0])))
+    assert [d.path for d in indices] == ["v1"]
+    at_index = [type(d)("v1[1]", d.field, d.torch, d.cextend) for d in indices]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=at_index)) is not None
+    at_values = [type(d)("v1[0]", d.field, d.torch, d.cextend) for d in indices]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=at_values)) is None
+    other_op = Finding(0, Stmt("v1 = v0.max(0)", "op", "max"), "state", differences=at_index)
+    assert allowlist.unspecified(other_op) is None
