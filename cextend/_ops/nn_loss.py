@@ -138,16 +138,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
         reduction = reduction_arg(size_average, reduce, reduction)
     x, t = _broadcast_pair(x, t)
     if weight is not None:
-        return _weighted(_abs_difference(x, t), weight, x, reduction, mean_by_weight=True)
-    return reduce_tensor(_abs_difference(x, t), check_reduction(reduction))
-
-
-def _abs_difference(x, t):
-    """|x - t|.  The core's abs backward cannot take a 0-d tensor yet (sgn of a
-    0-d array), so 0-d operands go through a one-element view."""
-    if x._data.ndim == 0:
-        return (x.reshape(1) - t.reshape(1)).abs().reshape(())
-    return (x - t).abs()
+        return _weighted((x - t).abs(), weight, x, reduction, mean_by_weight=True)
+    return reduce_tensor((x - t).abs(), check_reduction(reduction))
 
 
 # -- smooth_l1_loss and huber_loss --------------------------------------------------------------
@@ -175,7 +167,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         reduction = reduction_arg(size_average, reduce, reduction)
     x, t = _broadcast_pair(x, t)
     if beta == 0.0:
-        return reduce_tensor(_abs_difference(x, t), check_reduction(reduction))
+        return reduce_tensor((x - t).abs(), check_reduction(reduction))
     reduction = check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
