@@ -122,12 +122,15 @@ def test_layer_norm_module_matches_torch(args, kwargs):
     for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)   # ones / zeros
         assert p.dtype.name == str(q.dtype)[6:]
+    generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for q in theirs.parameters():
-            q.uniform_(0.5, 2.0)
+            q.uniform_(0.5, 2.0, generator=generator)
     copy_state(ours, theirs)
     x = rand((3, 5) + ours.normalized_shape).astype(np.float64 if kwargs.get("dtype") else np.float32)
-    same_forward(ours, theirs, x, rtol=1e-5, atol=1e-6 if x.dtype == np.float32 else 1e-12)
+    # float32 input gradients are differences of terms of size ~ rstd |g w| (a few units):
+    # a few ulps of those, not of the (smaller) result.
+    same_forward(ours, theirs, x, rtol=1e-5, atol=2e-5 if x.dtype == np.float32 else 1e-12)
 
 
 # -- Dropout -----------------------------------------------------------------------------------------
