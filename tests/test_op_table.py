@@ -66,6 +66,8 @@ def _differentiable(outputs):
 @pytest.mark.parametrize("name,index", _cases("gradcheck"))
 def test_gradcheck(name, index, layout):
     info, sample = _sample(name, index)
+    if layout not in info.layouts:
+        pytest.skip("%s takes only %s inputs" % (name, "/".join(info.layouts)))
     args = [_convert(a, layout, True) for a in sample.args]
     kwargs = {k: _convert(v, layout, False) for k, v in sample.kwargs.items()}
     tensors = [a for a in args if isinstance(a, cx.Tensor) and a.requires_grad]

@@ -57,7 +57,10 @@ class BuiltinNode(Node):
         return self.next_functions[i][0] is not None
 
     def _release(self):
-        if self._saved:
+        # Only saved tensors are freed (as torch's SavedVariables): a node that
+        # kept just numbers can run again.
+        saved = self._saved
+        if saved and saved is not _FREED and any(type(s) is SavedTensor for s in saved):
             self._saved = _FREED
 
 
@@ -118,7 +121,10 @@ def _edge_and_meta(x):
             return (fn, x._output_nr), (data.shape, data.dtype)
     elif not x.requires_grad:
         return NO_EDGE, None
-    return gradient_edge(x), (data.shape, data.dtype)
+    edge = gradient_edge(x)
+    if edge is None:        # e.g. a view made under no_grad: requires grad, yet no path
+        return NO_EDGE, None
+    return edge, (data.shape, data.dtype)
 
 
 def connect(node, inputs):
@@ -154,7 +160,7 @@ def record(node_cls, inputs, out, saved=()):
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-    elif out._data.dtype.kind == "f":
+    elif out._data.dtype.kind == "f" or out._base is not None:
         out._grad_fn = node
         out._requires_grad = True
     if saved:
@@ -187,13 +193,13 @@ def save_output(out):
     return SavedTensor(out, is_output=True)
 
 
-def check_writable(t):
+def check_writable(t, check_overlap=True):
     data = t._data
     flags = getattr(data, "flags", None)
     if flags is None:
         return
     strides = data.strides
-    if 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
+    if check_overlap and 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "
                            "tensor before performing the operation.")
@@ -202,12 +208,12 @@ def check_writable(t):
                            "array with writeable=False); clone() it before writing in place")
 
 
-def prepare_inplace(t, others=(), result=None):
+def prepare_inplace(t, others=(), result=None, check_overlap=True):
     """The checks every in-place op makes; returns whether it records history.
 
     result: the numpy dtype the op computes in (checked castable to t's dtype).
     """
-    check_writable(t)
+    check_writable(t, check_overlap)
     if result is not None and result != t._data.dtype:
         check_inplace_cast(result, t._data.dtype)
     recording = needs_grad(t, *others)

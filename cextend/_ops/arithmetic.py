@@ -231,31 +231,57 @@ def _fmin_backward(node, g, a, b, result):
             g.masked_fill(pick_a, 0) if node.needs(1) else None)
 
 
-def _no_bool(op_name, message):
+def _is_bool_tensor(x):
+    return is_tensor(x) and x._data.dtype.kind == "b"
+
+
+def _sub_check(a, b, rt):
+    if _is_bool_tensor(a) and _is_bool_tensor(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                           "`^` or `logical_xor()` operator instead.")
+    if _is_bool_tensor(a) or _is_bool_tensor(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _reject_bool(op):
+    """torch's CPU kernels for these ops are not built for bool."""
     def check(a, b, rt):
         if rt.kind == "b":
-            raise RuntimeError(message)
+            raise NotImplementedError("\"%s\" not implemented for 'Bool'" % op)
     return check
 
 
-def _integer_division_check(a, b, rt):
-    if rt.kind in "iub":
+def _integer_division_check(a, b, rt, op="div_floor_cpu"):
+    if rt.kind == "b":
+        raise NotImplementedError("\"%s\" not implemented for 'Bool'" % op)
+    if rt.kind in "iu":
+        a_shape = a._data.shape if is_tensor(a) else ()
+        b_shape = b._data.shape if is_tensor(b) else ()
+        if 0 in np.broadcast_shapes(a_shape, b_shape):
+            return          # nothing is divided
         zero = (b._data == 0).any() if is_tensor(b) else b == 0
         if zero:
             raise RuntimeError("ZeroDivisionError")
 
 
+def _remainder_check(a, b, rt):
+    _integer_division_check(a, b, rt, "remainder_cpu")
+
+
+def _fmod_check(a, b, rt):
+    _integer_division_check(a, b, rt, "fmod_cpu")
+
+
 def _pow_check(a, b, rt):
-    if rt.kind in "iu":
-        negative = (b._data < 0).any() if is_tensor(b) else b < 0
-        if negative:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    # torch refuses only a negative *number* exponent for integers; a tensor
+    # exponent follows C's integer rules (see _power).
+    if rt.kind in "iu" and not is_tensor(b) and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
 _ADD = Binary("add", np.add, _add_backward)
-_SUB = Binary("sub", np.subtract, _sub_backward,
-              check=_no_bool("sub", "Subtraction, the `-` operator, with two bool tensors is not "
-                                    "supported. Use the `^` or `logical_xor()` operator instead."))
+_SUB = Binary("sub", np.subtract, _sub_backward, check=_sub_check)
 def _keep_for_mul(need_a, need_b, tensor_a, tensor_b):
     return need_b, need_a, False            # d/da needs b, d/db needs a
 
@@ -274,9 +300,19 @@ def _keep_both(need_a, need_b, tensor_a, tensor_b):
 
 _MUL = Binary("mul", np.multiply, _mul_backward, saves=_keep_for_mul)
 _DIV = Binary("div", np.true_divide, _div_backward, saves=_keep_for_div, result="float")
-_REMAINDER = Binary("remainder", np.remainder, _remainder_backward, saves=_keep_for_other,
-                    check=_integer_division_check)
-_FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=_keep_for_other, check=_integer_division_check)
+def _remainder(x, y):
+    """Python-style remainder as torch computes it for floats: fmod, then
+    shifted by the divisor when the signs differ (so 1.25 % -0.25 is +0.0,
+    where numpy gives -0.0)."""
+    if (type(x) is np.ndarray and x.dtype.kind == "f") or (type(y) is np.ndarray and y.dtype.kind == "f"):
+        m = np.fmod(x, y)
+        return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
+    return np.remainder(x, y)
+
+
+_REMAINDER = Binary("remainder", _remainder, _remainder_backward, saves=_keep_for_other,
+                    check=_remainder_check)
+_FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=_keep_for_other, check=_fmod_check)
 _ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=_keep_both, result="float")
 _MAXIMUM = Binary("maximum", np.maximum, _maximum_backward, saves=_keep_both)
 _MINIMUM = Binary("minimum", np.minimum, _minimum_backward, saves=_keep_both)
@@ -291,6 +327,8 @@ def _alpha(input, other, alpha, op):
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise TypeError("%s(): argument 'alpha' must be a number, not %s" % (op, type(alpha).__name__))
     other = require_operand(other, op)
+    if isinstance(alpha, int) and _is_bool_tensor(input) and (_is_bool_tensor(other) or isinstance(other, bool)):
+        alpha = bool(alpha)     # a bool result: torch reads alpha as a bool
     if isinstance(alpha, float):
         kinds = [t._data.dtype.kind for t in (input, other) if is_tensor(t)]
         if all(k in "iub" for k in kinds):
@@ -364,7 +402,7 @@ _FLOOR_DIVIDE = Binary("floor_divide", np.floor_divide, None, check=_integer_div
 _FLOOR_DIVIDE.node = rec.not_implemented("FloorDivideBackward",
                                          "derivative for aten::floor_divide is not implemented")
 # nor does remainder with a number as the dividend
-_RREMAINDER = Binary("remainder", np.remainder, None, check=_integer_division_check)
+_RREMAINDER = Binary("remainder", _remainder, None, check=_remainder_check)
 _RREMAINDER.node = rec.not_implemented("RemainderBackward", "derivative for aten::remainder is not implemented")
 
 
@@ -405,7 +443,7 @@ def fmod(input, other, *, out=None):
 @register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
           samples=S.binary(tensor_other=True), family="arithmetic")
 def atan2(input, other, *, out=None):
-    return _ATAN2(input, other, out)
+    return _ATAN2(input, require_tensor(other, "atan2", "other"), out)
 
 
 @register("maximum", samples=S.binary(tensor_other=True), family="arithmetic", integer_inputs=True)
@@ -436,9 +474,23 @@ def _log_of_number(x):
     return -math.inf if x == 0 else math.nan
 
 
+def _integer_power(x, y):
+    """Integer powers as torch's kernel: a negative exponent gives 1 for a
+    base of 1, +-1 for -1, and 0 otherwise (numpy refuses)."""
+    y_arr = np.asarray(y)
+    if not (y_arr < 0).any():
+        return np.power(x, y)
+    safe = np.power(x, np.where(y_arr < 0, 0, y_arr))
+    x_arr = np.asarray(x)
+    negative = np.where(x_arr == 1, 1, np.where(x_arr == -1, np.where(y_arr % 2 == 0, 1, -1), 0))
+    return np.where(y_arr < 0, negative, safe).astype(safe.dtype)
+
+
 def _power(x, y):
     """np.power with C's pow at -inf: numpy's SIMD power gives NaN for
     (-inf) ** 0.5 where C (and torch) give inf."""
+    if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu":
+        return _integer_power(x, y)
     out = np.power(x, y)
     if type(x) is np.ndarray and x.dtype.kind == "f":
         negative_inf = np.isneginf(x)
@@ -509,7 +561,8 @@ def _comparison(name, ufunc, aliases=()):
 
 
 def _compare_inplace(op, self, other):
-    """x.lt_(y): the comparison stored back into x's dtype (no gradient)."""
+    """x.lt_(y): the comparison stored back into x's dtype.  Differentiable
+    in torch (a zero gradient), so it records, even on an integer tensor."""
     b = require_operand(other, op.name + "_")
     rt = binary_result_type(self, b)
     check_broadcasts_into(self, b)
@@ -517,6 +570,18 @@ def _compare_inplace(op, self, other):
     node = rec.connect(_ZeroGradNode(), (self, b)) if recording else None
     self._data[...] = op.run(self, b, rt)
     return rec.finish_inplace(self, node)
+
+
+def _logical_inplace(op, self, other):
+    """x.logical_or_(y): not differentiable in torch, so no checks and no
+    history: x keeps the grad_fn it had (its gradient flows as before)."""
+    b = require_tensor(other, op.name + "_", "other")
+    rt = binary_result_type(self, b)
+    check_broadcasts_into(self, b)
+    rec.check_writable(self)
+    self._data[...] = op.run(self, b, rt)
+    self._version_counter[0] += 1
+    return self
 
 
 eq = _comparison("eq", np.equal)
@@ -533,8 +598,9 @@ def _logical(name, ufunc):
     def logical(input, other, *, out=None):
         return op(input, require_tensor(other, name, "other"), out)
     logical.__name__ = name
-    register(name, logical, inplace=lambda self, other: _compare_inplace(op, self, other),
-             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison", integer_inputs=True)
+    register(name, logical, inplace=lambda self, other: _logical_inplace(op, self, other),
+             samples=S.binary(distinct=True, tensor_other=True), gradcheck=False, family="comparison",
+             integer_inputs=True)
     return logical
 
 
@@ -645,6 +711,7 @@ def _masked_fill_inplace(self, mask, value):
     recording = rec.prepare_inplace(self, (value,))
     node = rec.connect(_MaskedFillNode(), (self, mask, value)) if recording else None
     fill = value._data if is_tensor(value) else value
+    _check_fill_fits(fill, self._data.dtype, "masked_fill_")
     self._data[np.broadcast_to(mask._data, shape)] = fill
     rec.finish_inplace(self, node)
     if node is not None:
@@ -656,10 +723,27 @@ def _masked_fill_inplace(self, mask, value):
           family="indexing")
 def masked_fill(input, mask, value):
     _check_mask(mask, "masked_fill")
+    x = require_tensor(input, "masked_fill")
     value = _fill_value(value, "masked_fill")
-    shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
-    base = input if input._data.shape == shape else input.expand(shape)
-    return _masked_fill_inplace(base.clone(), mask, value)
+    shape = np.broadcast_shapes(x._data.shape, mask._data.shape)
+    data = np.array(np.broadcast_to(x._data, shape))
+    fill = value._data if is_tensor(value) else value
+    _check_fill_fits(fill, data.dtype, "masked_fill")
+    data[np.broadcast_to(mask._data, shape)] = fill
+    result = _wrap(data)
+    if rec.needs_grad(x, value):
+        node = rec.record(_MaskedFillNode, (x, mask, value), result)
+        node._saved = (mask,)
+    return result
+
+
+def _check_fill_fits(fill, dtype, op):
+    """torch refuses a value an integer tensor cannot hold (inf, NaN, overflow)."""
+    if dtype.kind in "iu":
+        value = np.asarray(fill)
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise RuntimeError("value cannot be converted to type %s without overflow"
+                               % {"i": "int64_t", "u": "uint8_t"}[dtype.kind])
 
 
 # -- unary minus and friends ---------------------------------------------
@@ -760,7 +844,7 @@ def _rtruediv(self, other):
 
 
 for _name, _function, _binary in (("add", add, _ADD), ("sub", sub, _SUB), ("mul", mul, _MUL),
-                                  ("truediv", div, _DIV), ("floordiv", floor_divide, _FLOOR_DIV),
+                                  ("truediv", div, _DIV), ("floordiv", floor_divide, _FLOOR_DIVIDE),
                                   ("mod", remainder, _REMAINDER), ("pow", power, _POW),
                                   ("and", bitwise_and, None), ("or", bitwise_or, None),
                                   ("xor", bitwise_xor, None)):
@@ -774,8 +858,21 @@ method("__rtruediv__", _rtruediv)
 for _name, _function in (("lt", lt), ("le", le), ("gt", gt), ("ge", ge), ("eq", eq), ("ne", ne)):
     method("__%s__" % _name, _operator(_function))
 method("__neg__", neg)
-method("__invert__", lambda self: logical_not(self) if self._data.dtype.kind == "b" else _bitwise_not(self))
-method("__pos__", lambda self: self)
+def _invert(self):
+    kind = self._data.dtype.kind
+    if kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return logical_not(self) if kind == "b" else _bitwise_not(self)
+
+
+method("__invert__", _invert)
+def _positive(self):
+    if self._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+method("__pos__", _positive)
 method("__abs__", lambda self: self.abs())
 
 

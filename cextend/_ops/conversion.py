@@ -14,7 +14,12 @@ _CloneNode = rec.node_class("CloneBackward", lambda node, g: g)
 def clone(input, *, memory_format=None):
     x = require_tensor(input, "clone")
     from cextend.tensor import _wrap
-    out = _wrap(x._data.copy())
+    # torch's preserve_format: a dense tensor keeps its strides (a transposed
+    # tensor's clone is transposed too); numpy's order "K" does the same.
+    data = x._data
+    copy = data.copy(order="C" if memory_format is not None and "contiguous" in str(memory_format) else "K") \
+        if type(data) is np.ndarray else data.copy()
+    out = _wrap(copy)
     if rec.needs_grad(x):
         rec.record(_CloneNode, (x,), out)
     return out
@@ -27,7 +32,7 @@ def contiguous(self, memory_format=None):
     data = self._data
     if type(data) is DeviceArray or data.flags.c_contiguous:
         return self
-    return clone(self)
+    return clone(self, memory_format="contiguous_format")
 
 
 method("contiguous", contiguous)

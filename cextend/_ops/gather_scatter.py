@@ -15,6 +15,11 @@ def _wrap(array):
     return wrap(array)
 
 
+def _torch_name(t):
+    from cextend._promotion import _torch_name as name
+    return name(t._data.dtype)
+
+
 def _dim(x, dim):
     from cextend.tensor import _dim as normalize
     return normalize(dim, max(x._data.ndim, 1))
@@ -457,6 +462,9 @@ def masked_scatter(input, mask, source):
     x = require_tensor(input, "masked_scatter")
     _check_bool_mask(mask, "masked_scatter")
     require_tensor(source, "masked_scatter", "source")
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got%s and %s"
+                           % (_torch_name(x), _torch_name(source)))
     m = np.broadcast_to(mask._data, x._data.shape)
     count = int(m.sum())
     if count > source._data.size:
@@ -556,6 +564,9 @@ _PutNode = rec.node_class("PutBackward", _put_backward)
 
 def _put(x, index, source, accumulate):
     idx = _index_data(index, "put")
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError("put_(): self and source expected to have the same dtype, but got self.dtype = %s "
+                           "and source.dtype = %s" % (_torch_name(x), _torch_name(source)))
     data = x._data.copy()
     flat = data.reshape(-1)
     if idx.size and (idx.min() < -flat.size or idx.max() >= flat.size):

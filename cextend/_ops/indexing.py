@@ -78,7 +78,7 @@ def _advanced_key(parts):
 def _legacy_scalar_index(x, parts):
     """torch 0.4's `loss.data[0]` on a 0-d tensor: the tensor itself, with its
     warning (torch 2 raises IndexError; a documented deviation, see README)."""
-    if x._data.ndim == 0 and len(parts) == 1 and type(parts[0]) is int and parts[0] in (0, -1):
+    if x._data.ndim == 0 and len(parts) == 1 and type(parts[0]) is int and parts[0] == 0:
         import warnings
         warnings.warn("invalid index of a 0-dim tensor. This will be an error in PyTorch 0.5. Use "
                       "tensor.item() to convert a 0-dim tensor to a Python number", UserWarning,
@@ -97,8 +97,15 @@ def _check_key(x, parts):
                                  "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
 
 
+def _check_steps(parts):
+    for p in parts:
+        if type(p) is slice and p.step is not None and p.step < 0:
+            raise ValueError("step must be greater than zero")
+
+
 def getitem(self, key):
     parts = _parts(key)
+    _check_steps(parts)
     if _legacy_scalar_index(self, parts):
         return _slice_view(self, self._data.view(), lambda t: t.view_as(t), _SliceNode)
     _check_key(self, parts)
@@ -181,7 +188,9 @@ def copy_(self, src, non_blocking=False):
         raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
                            "non-singleton dimension" % (list(self._data.shape), list(src._data.shape)))
     recording = rec.prepare_inplace(self, (src,))
-    node = rec.connect(_CopyNode(), (self, src)) if recording else None
+    # torch: copying into an integer tensor records nothing (no gradient
+    # can flow through an integer); every other in-place op would.
+    node = rec.connect(_CopyNode(), (self, src)) if recording and self._data.dtype.kind == "f" else None
     source = src._data
     if type(self._data) is DeviceArray or type(source) is DeviceArray:
         _device_copy(self, source)
@@ -241,6 +250,8 @@ def setitem(self, key, value):
         fill_(self, value) if not is_tensor(value) else copy_(self, value)
         return
     _check_key(self, parts)
+    if is_tensor(value):
+        value = _without_leading_ones(value)
     if _is_basic(parts):
         region = getitem(self, key)
         if is_tensor(value):
@@ -249,7 +260,31 @@ def setitem(self, key, value):
             fill_(region, value)
         return
     np_key, sources = _advanced_key(parts)
+    if len(np_key) == 1 and getattr(np_key[0], "dtype", None) == np.bool_ and \
+            (not is_tensor(value) or value._data.ndim == 0):
+        # torch: one boolean mask and a single value is masked_fill_ (which casts)
+        from cextend._ops.arithmetic import _masked_fill_inplace
+        mask = np_key[0]
+        # a mask indexes the leading dims: line it up with them
+        mask = _wrap_index(mask.reshape(mask.shape + (1,) * (self._data.ndim - mask.ndim)))
+        _masked_fill_inplace(self, mask, value)
+        return
     index_put_(self, np_key, value, sources=sources)
+
+
+def _wrap_index(array):
+    from cextend.tensor import _wrap
+    return _wrap(np.asarray(array))
+
+
+def _without_leading_ones(value):
+    """torch drops a source's leading size-1 dims before assigning it
+    (x0d[...] = t of shape (1,) works); a differentiable reshape."""
+    shape = value._data.shape
+    first = 0
+    while first < len(shape) and shape[first] == 1:
+        first += 1
+    return value.reshape(shape[first:]) if first else value
 
 
 method("__setitem__", setitem)
@@ -280,7 +315,18 @@ def index_put_(self, indices, values, accumulate=False, sources=None):
     else:
         np_key = indices
     value = operand(values)
-    recording = rec.prepare_inplace(self, (value,))
+    if is_tensor(value):
+        if value._data.dtype != self._data.dtype:
+            from cextend._promotion import _torch_name
+            raise RuntimeError("Index put requires the source and destination dtypes match, got %s for the "
+                               "destination and %s for the source." % (_torch_name(self._data.dtype),
+                                                                      _torch_name(value._data.dtype)))
+        if np.may_share_memory(self._data, value._data):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to "
+                               "tensor refer to a single memory location. Please clone() the tensor before "
+                               "performing the operation.")
+    # index_put does not refuse an expanded target (torch checks only the source)
+    recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_IndexPutNode(), (self, value)) if recording else None
     raw = as_array(value, self._data.dtype)
     try:

@@ -27,8 +27,13 @@ _LN10 = math.log(10.0)
 class Unary:
     """An elementwise op of one tensor: forward, in-place and out= forms."""
 
-    def __init__(self, name, compute, backward=None, saves=(), float_result=True, integer_ok=True):
+    def __init__(self, name, compute, backward=None, saves=(), float_result=True, integer_ok=True,
+                 inplace_differentiable=True, reject=None):
         self.name = name
+        self.reject = reject or {}          # dtype kind -> (exception class, message)
+        self.inplace_node = None if inplace_differentiable else rec.not_implemented(
+            _camel(name) + "Backward", "the derivative for 'inplace version of %s' is not implemented." % name,
+            NotImplementedError)
         self.compute = compute
         self.saves = saves
         self.float_result = float_result
@@ -37,8 +42,13 @@ class Unary:
 
     def dtype(self, x):
         dt = x._data.dtype
+        refusal = self.reject.get(dt.kind)
+        if refusal is not None:
+            raise refusal[0](refusal[1])
         if not self.integer_ok and dt.kind != "f":
             raise RuntimeError("%s: expected a floating point tensor, got %s" % (self.name, dt))
+        if self.float_result == "int64_for_bool":
+            return np.dtype(np.int64) if dt.kind == "b" else dt
         return float_result(dt) if self.float_result else dt
 
     def run(self, x, dt):
@@ -68,6 +78,9 @@ class Unary:
         dt = self.dtype(x)
         recording = rec.prepare_inplace(x, (), dt)
         node = original = None
+        if recording and self.inplace_node is not None:
+            x._data[...] = self.run(x, dt)
+            return rec.finish_inplace(x, rec.connect(rec.new_node(self.inplace_node), (x,)))
         if recording and self.node is not None:
             original = x.clone() if "self" in self.saves else None
             node = rec.connect(self.node(), (x,))
@@ -83,8 +96,9 @@ def _camel(name):
 
 
 def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, aliases=(),
-           float_result=True, gradcheck=True, gradgradcheck=True, integer_ok=True, **info):
-    op = Unary(name, compute, backward, saves, float_result, integer_ok)
+           float_result=True, gradcheck=True, gradgradcheck=True, integer_ok=True,
+           inplace_differentiable=True, reject=None, **info):
+    op = Unary(name, compute, backward, saves, float_result, integer_ok, inplace_differentiable, reject)
 
     def function(input, *, out=None):
         return op(input, out)
@@ -113,11 +127,11 @@ sinh = _unary("sinh", np.sinh, lambda n, g, x: g * x.cosh(), ("self",))
 cosh = _unary("cosh", np.cosh, lambda n, g, x: g * x.sinh(), ("self",))
 tanh = _unary("tanh", np.tanh, lambda n, g, r: g * (1 - r * r), ("result",))
 asinh = _unary("asinh", np.arcsinh, lambda n, g, x: g * (x.pow(2) + 1).rsqrt(), ("self",),
-               aliases=("arcsinh",))
+               aliases=("arcsinh",), inplace_differentiable=False)
 acosh = _unary("acosh", np.arccosh, lambda n, g, x: g * (x.pow(2) - 1).rsqrt(), ("self",),
-               S.unary(1.2, 3.0), aliases=("arccosh",))
+               S.unary(1.2, 3.0), aliases=("arccosh",), inplace_differentiable=False)
 atanh = _unary("atanh", np.arctanh, lambda n, g, x: g * (1 / (1 - x.pow(2))), ("self",),
-               S.unary(-0.9, 0.9), aliases=("arctanh",))
+               S.unary(-0.9, 0.9), aliases=("arctanh",), inplace_differentiable=False)
 
 # -- exponentials and logarithms ---------------------------------------------
 exp = _unary("exp", np.exp, lambda n, g, r: g * r, ("result",))
@@ -132,7 +146,7 @@ rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda n, g, r: -0.5 * g * r.p
                S.unary(0.2, 3.0))
 reciprocal = _unary("reciprocal", np.reciprocal, lambda n, g, r: -g * (r * r), ("result",),
                     S.unary(0.5, 3.0))
-square = _unary("square", np.square, lambda n, g, x: g * (x * 2), ("self",), float_result=False)
+square = _unary("square", np.square, lambda n, g, x: g * (x * 2), ("self",), float_result="int64_for_bool")
 
 
 def _sigmoid(x):
@@ -155,14 +169,25 @@ def _sign(x):
 sign = _unary("sign", _sign, _zero, (), float_result=False)
 sgn = _unary("sgn", _sign, _zero, ("result",), float_result=False, inplace=True)     # torch saves it
 absolute = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
-             aliases=("absolute",), integer_inputs=True)
+                  aliases=("absolute",), integer_inputs=True,
+                  reject={"b": (NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'")})
 
 # -- rounding (piecewise constant: zero gradient) ------------------------------
-floor = _unary("floor", np.floor, _zero, (), float_result=False, gradcheck=False)
-ceil = _unary("ceil", np.ceil, _zero, (), float_result=False, gradcheck=False)
-trunc = _unary("trunc", np.trunc, _zero, (), float_result=False, gradcheck=False, aliases=("fix",))
+
+def _no_bool(kernel):
+    return {"b": (NotImplementedError, "\"%s\" not implemented for 'Bool'" % kernel)}
+
+
+floor = _unary("floor", np.floor, _zero, (), float_result=False, gradcheck=False,
+               reject=_no_bool("floor_vml_cpu"))
+ceil = _unary("ceil", np.ceil, _zero, (), float_result=False, gradcheck=False,
+               reject=_no_bool("ceil_vml_cpu"))
+trunc = _unary("trunc", np.trunc, _zero, (), float_result=False, gradcheck=False, aliases=("fix",),
+               reject=_no_bool("trunc_vml_cpu"))
 frac = _unary("frac", lambda x: x - np.trunc(x), lambda n, g: g, (), float_result=False,
-              integer_ok=False, samples=S.unary(0.1, 0.9))
+              samples=S.unary(0.1, 0.9),
+              reject={k: (NotImplementedError, "\"frac_cpu\" not implemented for '%s'" % n)
+                      for k, n in (("i", "Long"), ("u", "Byte"), ("b", "Bool"))})
 
 
 def _round_decimals(x, decimals):
@@ -172,7 +197,8 @@ def _round_decimals(x, decimals):
     return np.round(x * scale) / scale
 
 
-_ROUND = Unary("round", np.round, _zero, (), float_result=False)
+_ROUND = Unary("round", np.round, _zero, (), float_result=False,
+               reject={"b": (NotImplementedError, "\"round_vml_cpu\" not implemented for 'Bool'")})
 
 
 def round_(input, *, decimals=0, out=None):
@@ -223,7 +249,8 @@ def _relu(x):
     return np.maximum(x, x.dtype.type(0))
 
 
-relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True)
+relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True,
+              reject={"b": (RuntimeError, "Boolean inputs not supported for relu")})
 
 
 def _erf_backward(node, g, x):
@@ -253,8 +280,7 @@ def _lgamma_backward(node, g, x):
 lgamma = _unary("lgamma", lambda x: _backend.special("lgamma", x), _lgamma_backward, ("self",),
                 S.unary(0.5, 3.0))
 digamma = _unary("digamma", lambda x: _backend.special("digamma", x),
-                 lambda node, g, x: g * polygamma(1, x), ("self",), S.unary(0.5, 3.0),
-                 aliases=("psi",))
+                 lambda node, g, x: g * polygamma(1, x), ("self",), S.unary(0.5, 3.0))
 
 
 def _polygamma_backward(node, g, x):
@@ -321,6 +347,8 @@ _method("polygamma_", _polygamma_inplace)
 def _bound(value, name):
     if value is None or is_tensor(value):
         return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)      # torch reads True/False as 1/0 bounds
     return scalar_value(value, "clamp", name)
 
 
@@ -383,20 +411,36 @@ def _clamp_inplace(self, min=None, max=None):
     low, high = _bound(min, "min"), _bound(max, "max")
     if low is None and high is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if is_tensor(low) != is_tensor(high) and low is not None and high is not None:
+        raise TypeError("clamp_(): the bounds must both be Tensors or both numbers")
+    from cextend._ops.arithmetic import check_broadcasts_into
+    for bound in (low, high):
+        if is_tensor(bound):
+            check_broadcasts_into(self, bound)
     dt = _clamp_dtype(self, low, high)
     recording = rec.prepare_inplace(self, (low, high), dt)
     node = None
     if recording:
-        original = self.clone()
         node = rec.connect(_ClampNode(), (self, low, high))
+        # saved before the change: x.clamp_(x, ...) then raises at backward, as in torch
+        saved = (rec.save(self.clone()), rec.save(low), rec.save(high))
     self._data[...] = _clamp_data(self, low, high, dt)
     rec.finish_inplace(self, node)
     if node is not None:
-        node._saved = (rec.save(original), rec.save(low), rec.save(high))
+        node._saved = saved
     return self
 
 
-register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=None, family="pointwise",
+def _clamp_samples(rng):
+    from cextend._ops.registry import Sample
+    values = rng.uniform(-2, 2, (3, 4))
+    yield Sample(values, -0.5, 0.7)
+    yield Sample(values, min=-0.5)
+    yield Sample(values, max=0.25)
+    yield Sample(values, rng.uniform(-2, -0.2, (3, 4)), rng.uniform(0.2, 2, (4,)), note="tensor bounds")
+
+
+register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=_clamp_samples, family="pointwise",
          integer_inputs=True)
 
 
@@ -408,10 +452,16 @@ def clamp_max(input, max, *, out=None):
     return clamp(input, max=max, out=out)
 
 
+def _one_bound_samples(rng):
+    from cextend._ops.registry import Sample
+    yield Sample(rng.uniform(-2, 2, (3, 4)), 0.3)
+    yield Sample(rng.uniform(-2, 2, (3, 4)), rng.uniform(-1, 1, (3, 4)))
+
+
 register("clamp_min", clamp_min, inplace=lambda self, min: _clamp_inplace(self, min=min),
-         family="pointwise")
+         samples=_one_bound_samples, family="pointwise")
 register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, max=max),
-         family="pointwise")
+         samples=_one_bound_samples, family="pointwise")
 
 
 # -- tests of value (no gradient) -------------------------------------------------

@@ -194,6 +194,9 @@ def _triangle(op, keep):
 
     def triangle(input, diagonal=0, *, out=None):
         x = require_tensor(input, op)
+        if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+            raise TypeError("%s(): argument 'diagonal' (position 1) must be int, not %s"
+                            % (op, type(diagonal).__name__))
         t = _tri(x, diagonal, keep, op)
         return t if out is None else rec.write_out(out, t._data, op)
     triangle.__name__ = op

@@ -25,7 +25,7 @@ def _named(name, fields=("values", "indices")):
 
 
 return_types = {name: _named(name) for name in ("max", "min", "sort", "topk", "kthvalue", "median",
-                                                 "mode", "cummax", "cummin", "aminmax")}
+                                                 "nanmedian", "mode", "cummax", "cummin", "aminmax")}
 return_types["aminmax"] = _named("aminmax", ("min", "max"))
 
 
@@ -160,10 +160,20 @@ def _evenly_backward(node, g, x, result):
     return where(mask, gg / count, 0.0)
 
 
+def _scale_by_count_backward(node, g, x, result):
+    """amax/amin: torch's scale_grad_by_count, (g / count) * mask; nothing
+    equals a NaN result, so its gradient is NaN (0/0), as in torch."""
+    keep = _keepdim_shape(node.in_shape, node.dims)
+    r = result if node.keepdim else result.reshape(keep)
+    mask = x == r
+    gg = g if node.keepdim else g.reshape(keep)
+    return (gg / mask.sum(node.dims, keepdim=True)) * mask
+
+
 _MaxAllNode = rec.node_class("MaxBackward", _evenly_backward)
 _MinAllNode = rec.node_class("MinBackward", _evenly_backward)
-_AmaxNode = rec.node_class("AmaxBackward", _evenly_backward)
-_AminNode = rec.node_class("AminBackward", _evenly_backward)
+_AmaxNode = rec.node_class("AmaxBackward", _scale_by_count_backward)
+_AminNode = rec.node_class("AminBackward", _scale_by_count_backward)
 
 
 def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
@@ -269,11 +279,13 @@ def _arg(is_max, name):
     def arg(input, dim=None, keepdim=False):
         x = require_tensor(input, name)
         data = x._data
+        if data.dtype.kind == "b":
+            raise RuntimeError("%s(): does not support bool input" % name)
         from cextend.tensor import _dim, _wrap
         if dim is None:
             if data.size == 0:
-                raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0."
-                                   % name)
+                raise IndexError("%s(): Expected reduction dim to be specified for input.numel() == 0."
+                                 % name)
             flat = (np.argmax if is_max else np.argmin)(data)
             result = np.asarray(flat, np.int64)
             if keepdim:

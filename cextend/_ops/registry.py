@@ -57,7 +57,8 @@ class OpInfo:
 
     def __init__(self, name, function, method=True, module=True, inplace=None, aliases=(),
                  samples=None, gradcheck=True, gradgradcheck=True, difftest=True, family="",
-                 integer_inputs=False, call=None, tolerance=None):
+                 integer_inputs=False, call=None, tolerance=None,
+                 layouts=("contiguous", "transposed", "sliced")):
         self.name = name
         self.function = function
         self.method = method
@@ -72,6 +73,7 @@ class OpInfo:
         self.integer_inputs = integer_inputs     # samples are meaningful on int tensors too
         self.call = call                         # call(lib, *args): how to call it in cextend or torch
         self.tolerance = tolerance               # (rtol, atol) override for float32 comparisons
+        self.layouts = layouts                   # input layouts the op accepts (gradcheck runs each)
 
     def __repr__(self):
         return "<OpInfo %s>" % self.name

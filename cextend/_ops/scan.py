@@ -204,6 +204,9 @@ _LogcumsumexpNode = rec.node_class("LogcumsumexpBackward", _logcumsumexp_backwar
 
 def logcumsumexp(input, dim, *, out=None):
     x = require_tensor(input, "logcumsumexp")
+    if x._data.dtype.kind != "f":
+        from cextend._promotion import _torch_name
+        raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for '%s'" % _torch_name(x._data.dtype))
     d = _dim_of(x, dim)
     from cextend._promotion import float_result
     dt = float_result(x._data.dtype)

@@ -121,8 +121,17 @@ def _alias(x):
                  _AliasNode)
 
 
-register("reshape", reshape, samples=None, family="shape", gradcheck=False)
-register("view", view, module=False, family="shape", gradcheck=False)
+def _reshape_samples(rng):
+    yield Sample(rng.standard_normal((3, 4)), (2, 6))
+    yield Sample(rng.standard_normal((3, 4)), (-1,))
+    yield Sample(rng.standard_normal((2, 3, 2)), (4, -1))
+    yield Sample(rng.standard_normal(()), (1, 1))
+    yield Sample(rng.standard_normal((0, 3)), (3, 0))
+
+
+register("reshape", reshape, samples=_reshape_samples, family="shape")
+register("view", view, module=False, samples=_reshape_samples, family="shape",
+         layouts=("contiguous",))      # other layouts cannot be viewed, as in torch
 method("view_as", lambda self, other: self.view(other.shape))
 method("reshape_as", lambda self, other: reshape(self, other.shape))
 

@@ -93,6 +93,8 @@ register("msort", msort, samples=lambda rng: iter([Sample(rng.standard_normal((4
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     x = require_tensor(input, "topk")
+    if x._data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     d = _dim(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if not 0 <= k <= size:
@@ -142,11 +144,17 @@ def _kth(x, k, d, keepdim, name, node_cls, nan_ignoring=False):
         node = rec.record(node_cls, (x,), (v, None))
         node.dim, node.in_shape, node.keepdim = (d if data.ndim else 0), data.shape, keepdim
         node._saved = (i,)
-    return return_types["kthvalue" if name == "kthvalue" else "median"](v, i)
+    return return_types[name](v, i)
+
+
+def _no_bool(x, kernel):
+    if x._data.dtype.kind == "b":
+        raise NotImplementedError("\"%s\" not implemented for 'Bool'" % kernel)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     x = require_tensor(input, "kthvalue")
+    _no_bool(x, "kthvalue_cpu")
     d = _dim(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
@@ -180,6 +188,7 @@ _MedianAllNode = rec.node_class("MedianBackward", _evenly_backward)
 
 def _median(input, dim, keepdim, name, ignore_nan):
     x = require_tensor(input, name)
+    _no_bool(x, name + "_cpu")
     data = x._data
     if dim is None:
         if data.size == 0:

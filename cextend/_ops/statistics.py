@@ -170,18 +170,33 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return t if out is None else rec.write_out(out, data, "std")
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def _welford_mean(input, dim, keepdim):
+    """The mean var_mean/std_mean report: torch computes it with Welford
+    updates, where an infinite element among others gives NaN (inf - inf),
+    unlike torch.mean.  Reproduced so the two libraries agree."""
     from cextend._ops.reduction import reduce_mean
-    v = var(input, dim, unbiased, keepdim, correction=correction)
     d = None if isinstance(dim, bool) else dim
-    return v, reduce_mean(input, d, keepdim)
+    mean = reduce_mean(input, d, keepdim)
+    data = input._data
+    if data.dtype.kind == "f" and np.isinf(data).any():
+        dims = reduce_dims(input, d)
+        count = 1
+        for k in dims:
+            count *= data.shape[k]
+        if count > 1:
+            poisoned = np.isinf(data).any(axis=dims, keepdims=keepdim)
+            mean = mean.masked_fill(_wrap(np.asarray(poisoned)), float("nan"))
+    return mean
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    return v, _welford_mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    from cextend._ops.reduction import reduce_mean
     s = std(input, dim, unbiased, keepdim, correction=correction)
-    d = None if isinstance(dim, bool) else dim
-    return s, reduce_mean(input, d, keepdim)
+    return s, _welford_mean(input, dim, keepdim)
 
 
 def _var_samples(rng):

@@ -15,6 +15,12 @@ def _wrap(array):
     return wrap(array)
 
 
+def _c_name(t):
+    """torch names dtypes by their C type in these messages."""
+    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char",
+            "bool": "bool", "float16": "c10::Half"}.get(t._data.dtype.name, t._data.dtype.name)
+
+
 def _lerp_data(a, b, w):
     # torch's kernel: from the nearer end, so lerp(a, b, 1) is exactly b.
     return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
@@ -35,7 +41,12 @@ def _lerp(start, end, weight, inplace=False):
     b = require_tensor(end, "lerp", "end")
     w = require_operand(weight, "lerp", "weight")
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError("expected dtype %s for `end` but got dtype %s" % (a.dtype.name, b.dtype.name))
+        raise RuntimeError("expected dtype %s for `end` but got dtype %s" % (_c_name(a), _c_name(b)))
+    if is_tensor(w) and w._data.dtype != a._data.dtype:
+        raise RuntimeError("expected dtype %s for `weight` but got dtype %s" % (_c_name(a), _c_name(w)))
+    if a._data.dtype.kind != "f":
+        from cextend._promotion import _torch_name
+        raise NotImplementedError("\"lerp_kernel_scalar\" not implemented for '%s'" % _torch_name(a._data.dtype))
     dt = result_type(a, b, w)
     if inplace:
         check_broadcasts_into(a, b)
@@ -90,7 +101,9 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
     t1 = require_tensor(tensor1, name, "tensor1")
     t2 = require_tensor(tensor2, name, "tensor2")
     dt = result_type(x, t1, t2)
-    if name == "addcdiv" and dt.kind in "iub":
+    if dt.kind in "iub" and isinstance(value, float):
+        value = int(value)      # torch casts value to the integer type first
+    if name == "addcdiv" and t1._data.dtype.kind in "iub" and t2._data.dtype.kind in "iub":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2.")
 

@@ -294,7 +294,9 @@ def _input_edges(inputs, Tensor):
             raise TypeError("input %d is a %s, not a Tensor" % (i, type(t).__name__))
         edge = gradient_edge(t)
         if edge is None:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            edge = (None, 0)        # requires grad but no path (a view made under no_grad)
         edges.append(edge)
     return edges
 

@@ -220,8 +220,9 @@ def _connect_inputs(ctx, args, Tensor):
     edges = []
     metas = []
     for a, need in zip(args, ctx.needs_input_grad):
-        if need:
-            edges.append(gradient_edge(a))
+        edge = gradient_edge(a) if need else None
+        if edge is not None:
+            edges.append(edge)
             metas.append((a._data.shape, a._data.dtype))
         else:
             edges.append(_NO_EDGE)
