@@ -21,3 +21,11 @@ __all__ += ["Softmax", "LogSoftmax", "Softmin", "GELU", "LeakyReLU", "ELU", "CEL
             "Dropout2d", "Dropout3d", "Embedding",
             "Flatten", "Unflatten", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
             "KLDivLoss"]
+
+# CNN layers (cextend/nn/{conv,pooling,batchnorm}.py).
+from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402
+from cextend.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: E402
+from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+            "BatchNorm1d", "BatchNorm2d"]

@@ -10,3 +10,6 @@ from cextend.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L
                              SmoothL1Loss)
 from cextend.nn.normalization import LayerNorm  # noqa: F401,E402
 from cextend.nn.sparse import Embedding  # noqa: F401,E402
+from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: F401,E402
+from cextend.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401,E402
+from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401,E402
