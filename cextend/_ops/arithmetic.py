@@ -16,6 +16,7 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
+from cextend._ops._layout import torch_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
                                     require_tensor)
@@ -58,7 +59,12 @@ class Binary:
         if self.check is not None:
             self.check(a, b, rt)
         try:
-            return quietly(self.compute, as_array(a, rt), as_array(b, rt))
+            arrays = [as_array(x, rt) for x in (a, b)]
+            value = quietly(self.compute, *arrays)
+            operands = [x for x in arrays if type(x) is np.ndarray]
+            if len(operands) == 2 and type(value) is np.ndarray and value.ndim > 1:
+                value = torch_layout(value, [x._data for x in (a, b)])
+            return value
         except ValueError:
             shapes = [x._data.shape for x in (a, b) if is_tensor(x)]
             if len(shapes) == 2:
@@ -95,6 +101,8 @@ class Binary:
                     raise
                 finally:
                     restore(token)
+                if data.ndim > 1 and type(raw) is np.ndarray and type(value) is np.ndarray:
+                    value = torch_layout(value, (data, raw))
                 result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
