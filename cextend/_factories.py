@@ -38,7 +38,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         array = data._data.copy()
     elif isinstance(data, (list, tuple)) and _holds_tensors(data):
         return tensor(_unwrap_nested(data), dtype=dtype, device=device, requires_grad=requires_grad)
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):      # numpy scalars keep their dtype too
+        data = np.asarray(data)
         _dtype.from_numpy(data.dtype)
         array = np.array(data, dtype=data.dtype.newbyteorder("="), copy=True)
     else:
