@@ -60,7 +60,7 @@ class BuiltinNode(Node):
         # Only saved tensors are freed (as torch's SavedVariables): a node that
         # kept just numbers can run again.
         saved = self._saved
-        if saved and saved is not _FREED and any(type(s) is SavedTensor for s in saved):
+        if saved and saved is not _FREED and SavedTensor in map(type, saved):
             self._saved = _FREED
 
 
@@ -135,9 +135,14 @@ def connect(node, inputs):
         node.next_functions = (edge_a, edge_b)
         node._input_meta = (meta_a, meta_b)
         return node
-    pairs = [_edge_and_meta(x) for x in inputs]
-    node.next_functions = tuple([p[0] for p in pairs])
-    node._input_meta = tuple([p[1] for p in pairs])
+    edges = []
+    metas = []
+    for x in inputs:
+        edge, meta = _edge_and_meta(x)
+        edges.append(edge)
+        metas.append(meta)
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(metas)
     return node
 
 

@@ -348,10 +348,14 @@ def linear(input, weight, bias=None):
         out = matmul(x, w)
         return out + b if b is not None else out
     xd, wd = x._data, w._data
-    bd = None if b is None else np.broadcast_to(b._data, (wd.shape[0],))
+    bd = None
+    if b is not None:
+        bd = b._data
+        if bd.shape != (wd.shape[0],):
+            bd = np.ascontiguousarray(np.broadcast_to(bd, (wd.shape[0],)))
     if xd.dtype in _FLOATS:
         from cextend import ops
-        data = ops.linear_forward(xd, wd, None if bd is None else np.ascontiguousarray(bd))
+        data = ops.linear_forward(xd, wd, bd)
     else:
         data = np.matmul(xd, wd.T)
         if bd is not None:

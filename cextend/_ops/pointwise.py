@@ -13,6 +13,7 @@ import numpy as np
 from cextend import _backend
 from cextend._device import DeviceArray
 from cextend._fpe import quietly
+from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -70,7 +71,11 @@ class Unary:
         result = _wrap(data)
         if self.node is not None and rec.needs_grad(x):
             node = rec.record(self.node, (x,), result)
-            node._saved = tuple(rec.save(x) if s == "self" else rec.save_output(result) for s in self.saves)
+            saves = self.saves
+            if saves:
+                node._saved = (rec.save(x) if saves[0] == "self" else rec.save_output(result),) \
+                    if len(saves) == 1 else tuple([rec.save(x) if s == "self" else rec.save_output(result)
+                                                   for s in saves])
         return result
 
     def inplace(self, input):
@@ -226,6 +231,10 @@ register("round", round_, inplace=lambda self, decimals=0: (
 def _relu_backward(node, g, result):
     if type(result._data) is DeviceArray:
         return g * _device_relu_mask(result._data)
+    if not _grad_state.enabled and type(g._data) is np.ndarray:
+        # threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)
+        from cextend.tensor import _wrap
+        return _wrap(np.where(result._data <= 0, g._data.dtype.type(0), g._data))
     return g.masked_fill(result <= 0, 0)
 
 

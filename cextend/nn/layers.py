@@ -38,7 +38,8 @@ class Linear(Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input):
-        shape = getattr(input, "shape", None)
+        data = getattr(input, "_data", None)
+        shape = data.shape if data is not None else None
         if shape is not None and (len(shape) == 0 or shape[-1] != self.in_features):
             raise RuntimeError(
                 "%s got input of shape %s: its last dimension must be in_features=%d (mat1 and mat2 "
