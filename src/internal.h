@@ -110,18 +110,36 @@ typedef void (*cx_ukernel_f32)(int64_t kc, const float *a, const float *b, int64
 typedef void (*cx_ukernel_f64)(int64_t kc, const double *a, const double *b, int64_t b_rs,
                                double *c, int64_t ldc, const double *bias, int accumulate);
 
+/*
+ * Packs B[0:kc, 0:nc] where B[p][j] = b[p + j * csb] (every column
+ * contiguous: W^T in the forward pass) into the nr-column micro-panels the
+ * microkernel reads (kc rows of nr values each, columns past nc zero).
+ */
+typedef void (*cx_pack_cols_f32)(int64_t kc, int64_t nc, const float *b, int64_t csb, float *bp);
+typedef void (*cx_pack_cols_f64)(int64_t kc, int64_t nc, const double *b, int64_t csb, double *bp);
+/* Packs A[0:mc, 0:kc] where A[i][p] = a[i * rsa + p] (every row contiguous)
+ * into the mr-row micro-panels the microkernel reads. */
+typedef void (*cx_pack_rows_f32)(int64_t mc, int64_t kc, const float *a, int64_t rsa, float *ap);
+typedef void (*cx_pack_rows_f64)(int64_t mc, int64_t kc, const double *a, int64_t rsa, double *ap);
+
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
- * of A stays in L2), nc (a packed kc x nc block of B stays in L3). */
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
+ * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
+ * portable loops). */
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f32 run;
+    cx_pack_cols_f32 pack_b_cols;
+    cx_pack_rows_f32 pack_a_rows;
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f64 run;
+    cx_pack_cols_f64 pack_b_cols;
+    cx_pack_rows_f64 pack_a_rows;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

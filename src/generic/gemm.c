@@ -26,6 +26,8 @@
 
 /* Up to this many row panels, reading B in place beats packing it. */
 #define SMALL_M_PANELS 4
+/* How far ahead (in rows) packing B's row-contiguous panels prefetches. */
+#define PACK_PREFETCH_ROWS 8
 /* Pack buffers up to this size live on the stack. */
 #ifndef STACK_SCRATCH_BYTES
 #define STACK_SCRATCH_BYTES (32 * 1024)
@@ -55,9 +57,13 @@ static inline int64_t CX_FN(round_up)(int64_t x, int64_t multiple)
 
 /* A[0:mc, 0:kc] (strides rsa, csa) -> mr-row micro-panels, each kc steps of
  * mr values; rows past mc are zero so edge tiles compute harmlessly. */
-static void CX_FN(pack_a)(int64_t mc, int64_t kc, const REAL *a, int64_t rsa, int64_t csa,
-                          int mr, REAL *restrict ap)
+static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *a, int64_t rsa,
+                          int64_t csa, int mr, REAL *restrict ap)
 {
+    if (csa == 1 && rsa != 1 && plan->pack_a_rows) {
+        plan->pack_a_rows(mc, kc, a, rsa, ap);      /* transposing in registers */
+        return;
+    }
     for (int64_t ir = 0; ir < mc; ir += mr) {
         const int64_t rows = CX_FN(min64)(mr, mc - ir);
         const REAL *src = a + ir * rsa;
@@ -81,9 +87,13 @@ static void CX_FN(pack_a)(int64_t mc, int64_t kc, const REAL *a, int64_t rsa, in
 
 /* B[0:kc, 0:nc] (strides rsb, csb) -> nr-column micro-panels, each kc rows
  * of nr values; columns past nc are zero. */
-static void CX_FN(pack_b)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int64_t csb,
-                          int nr, REAL *restrict bp)
+static void CX_FN(pack_b)(const PLAN *plan, int64_t kc, int64_t nc, const REAL *b, int64_t rsb,
+                          int64_t csb, int nr, REAL *restrict bp)
 {
+    if (rsb == 1 && csb != 1 && plan->pack_b_cols) {
+        plan->pack_b_cols(kc, nc, b, csb, bp);      /* transposing in registers */
+        return;
+    }
     for (int64_t jr = 0; jr < nc; jr += nr) {
         const int64_t cols = CX_FN(min64)(nr, nc - jr);
         const REAL *src = b + jr * csb;
@@ -91,6 +101,10 @@ static void CX_FN(pack_b)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, in
             for (int64_t p = 0; p < kc; ++p) {
                 const REAL *row = src + p * rsb;
                 REAL *dst = bp + p * nr;
+                /* Rows a page or more apart: fetch ahead down the panel,
+                 * which the hardware prefetcher does not follow. */
+                __builtin_prefetch(row + PACK_PREFETCH_ROWS * rsb);
+                __builtin_prefetch(row + PACK_PREFETCH_ROWS * rsb + nr - 1);
                 for (int64_t j = 0; j < cols; ++j)
                     dst[j] = row[j];
                 for (int64_t j = cols; j < nr; ++j)
@@ -161,10 +175,10 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
             const int accumulate = pc > 0;
             const REAL *b_block = b + pc * rsb + jc * csb;
             if (pack_b_whole)
-                CX_FN(pack_b)(kc, nc, b_block, rsb, csb, nr, bp);
+                CX_FN(pack_b)(plan, kc, nc, b_block, rsb, csb, nr, bp);
             for (int64_t ic = 0; ic < M; ic += plan->mc) {
                 const int64_t mc = CX_FN(min64)(plan->mc, M - ic);
-                CX_FN(pack_a)(mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
+                CX_FN(pack_a)(plan, mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t cols = CX_FN(min64)(nr, nc - jr);
                     const REAL *bpanel = bp + (jr / nr) * nr * kc;
@@ -174,7 +188,7 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
                             bpanel = b_block + jr;          /* B's rows in place */
                             b_rs = rsb;
                         } else {
-                            CX_FN(pack_b)(kc, cols, b_block + jr, rsb, 1, nr, bp);
+                            CX_FN(pack_b)(plan, kc, cols, b_block + jr, rsb, 1, nr, bp);
                             bpanel = bp;
                         }
                     }
