@@ -23,7 +23,8 @@
  *   either run without a copy.  Outputs are always trans == 0.
  * - NULL is legal only where it means "skip" (the bias; each of dx, dw and
  *   db; each gradient of add's backward) and for operands with zero
- *   elements.  Anywhere else it is an illegal argument.
+ *   elements.  Anywhere else it is an illegal argument.  So is a pointer
+ *   to elements that is not aligned to the element size (copy such views).
  * - Outputs are fully written (beta = 0): their old contents, NaN included,
  *   are never read.
  */

@@ -121,18 +121,28 @@ typedef void (*cx_pack_cols_f64)(int64_t kc, int64_t nc, const double *b, int64_
  * into the mr-row micro-panels the microkernel reads. */
 typedef void (*cx_pack_rows_f32)(int64_t mc, int64_t kc, const float *a, int64_t rsa, float *ap);
 typedef void (*cx_pack_rows_f64)(int64_t mc, int64_t kc, const double *a, int64_t rsa, double *ap);
+/* The whole product C = A.B (+ bias), cx_gemm's contract, for K <= kc,
+ * without packing: the microkernel's arithmetic element by element, for
+ * products so small that packing would cost more than they do. */
+typedef void (*cx_tiny_f32)(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+                            const float *b, int64_t rsb, int64_t csb, const float *bias, float *c,
+                            int64_t ldc);
+typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, int64_t rsa, int64_t csa,
+                            const double *b, int64_t rsb, int64_t csb, const double *bias, double *c,
+                            int64_t ldc);
 
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
  * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
- * portable loops). */
+ * portable loops), and its unpacked path for tiny products. */
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f32 run;
     cx_pack_cols_f32 pack_b_cols;
     cx_pack_rows_f32 pack_a_rows;
+    cx_tiny_f32 tiny;
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
@@ -140,6 +150,7 @@ typedef struct {
     cx_ukernel_f64 run;
     cx_pack_cols_f64 pack_b_cols;
     cx_pack_rows_f64 pack_a_rows;
+    cx_tiny_f64 tiny;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

@@ -79,6 +79,16 @@ def pool_backward(sfx):
 
 
 NULL = ffi.NULL
+_KEEP_ALIVE = []
+
+
+def misaligned(count=64):
+    """A pointer one byte into a buffer: aligned for no element type."""
+    raw = ffi.new("char[]", 8 * count + 8)
+    _KEEP_ALIVE.append(raw)
+    return ffi.cast("void *", raw + 1)
+
+
 # entry -> list of ({position: value}, expected status, argument name in the message)
 ILLEGAL = {
     linear_forward: [
@@ -86,17 +96,19 @@ ILLEGAL = {
         ({4: NULL}, -4, "x"), ({5: K - 1}, -5, "ldx"), ({5: BIG}, -5, "ldx"), ({6: 2}, -6, "transx"),
         ({6: 1, 5: N - 1}, -5, "ldx"), ({7: NULL}, -7, "w"), ({8: 0}, -8, "ldw"),
         ({9: -1}, -9, "transw"), ({11: NULL}, -11, "y"), ({12: M - 1}, -12, "ldy"),
-        ({1: BIG, 5: BIG}, -5, "ldx"),
+        ({1: BIG, 5: BIG}, -5, "ldx"), ({4: misaligned()}, -4, "x"), ({10: misaligned()}, -10, "b"),
+        ({11: misaligned()}, -11, "y"),
     ],
     linear_backward: [
         ({1: -2}, -1, "n"), ({2: -2}, -2, "k"), ({3: -2}, -3, "m"),
         ({4: NULL}, -4, "dy"), ({5: M - 1}, -5, "lddy"), ({6: 3}, -6, "transdy"),
         ({7: NULL}, -7, "x"), ({8: 1}, -8, "ldx"), ({9: 2}, -9, "transx"),
         ({10: NULL}, -10, "w"), ({11: K - 1}, -11, "ldw"), ({12: 7}, -12, "transw"),
-        ({14: K - 1}, -14, "lddx"), ({16: K - 1}, -16, "lddw"),
+        ({14: K - 1}, -14, "lddx"), ({16: K - 1}, -16, "lddw"), ({7: misaligned()}, -7, "x"),
+        ({15: misaligned()}, -15, "dw"), ({17: misaligned()}, -17, "db"),
     ],
     add_forward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "a"), ({3: NULL}, -3, "b"),
-                  ({4: NULL}, -4, "out"), ({1: BIG}, -1, "count")],
+                  ({4: NULL}, -4, "out"), ({1: BIG}, -1, "count"), ({3: misaligned()}, -3, "b")],
     add_backward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "grad_out")],
     mul_constant_forward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "x"), ({4: NULL}, -4, "out")],
     mul_constant_backward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "grad_out"),

@@ -164,3 +164,25 @@ def test_omp_num_threads_sets_the_default():
     out = subprocess.run([sys.executable, "-c", "import cextend; print(cextend.get_num_threads())"],
                          env=dict(os.environ, OMP_NUM_THREADS="3"), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "3"
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(37, 23, 19), (70, 40, 45), (9, 300, 40), (5, 8, 8), (33, 1, 64)])
+def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
+    """Tiny (unpacked), small (B read in place) and packed products all run
+    the microkernel's arithmetic, so a row of y = x W^T + b (and of
+    dx = dy W) comes out bitwise the same whatever rows share its batch."""
+    n, k, m = shape
+    rng = np.random.default_rng(n + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    y = ops.linear_forward(x, w, b)
+    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    for start, stop in [(0, 1), (n - 1, n), (1, min(n, 4)), (0, n // 2 or 1)]:
+        np.testing.assert_array_equal(ops.linear_forward(x[start:stop], w, b), y[start:stop])
+        part = ops.linear_backward(dy[start:stop], x[start:stop], w, weight=False, bias=False)[0]
+        np.testing.assert_array_equal(part, dx[start:stop])

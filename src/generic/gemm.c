@@ -17,13 +17,19 @@
  * sees one fixed sequence of operations: results do not depend on the
  * operands' layout, on packing, or on how many threads split the output.
  *
- * Small-problem path: when M is small and B's rows are contiguous, packing
- * B would cost about as much as the product, so the microkernel reads B's
- * rows in place (only a ragged last column panel is packed).
+ * Tiny products (up to TINY_WORK multiply-adds) skip packing altogether:
+ * the plan's tiny path computes each element with the microkernel's own
+ * arithmetic.  Small products: when M is small and B's rows are
+ * contiguous, packing B would cost about as much as the product, so the
+ * microkernel reads B's rows in place (only a ragged last panel is packed).
  */
 
 #define PLAN CX_PASTE(cx_plan, SFX)
 
+/* Up to this many multiply-adds (in one k block), the plan's unpacked
+ * tiny path beats packing: scalar FMAs at about two a cycle against a
+ * packed path's ~150 ns of fixed cost (a 1x8x8 Linear is 64). */
+#define TINY_WORK 1024
 /* Up to this many row panels, reading B in place beats packing it. */
 #define SMALL_M_PANELS 4
 /* How far ahead (in rows) packing B's row-contiguous panels prefetches. */
@@ -221,6 +227,10 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
         return CEXTEND_OK;
     }
     const PLAN *plan = CX_FN(plan_for)(isa);
+    if (K <= plan->kc && (double)M * (double)N * (double)K <= TINY_WORK) {
+        plan->tiny(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc);
+        return CEXTEND_OK;
+    }
     const int64_t mr = plan->mr, nr = plan->nr;
     const int pack_b_whole = !(csb == 1 && M <= SMALL_M_PANELS * mr);
 

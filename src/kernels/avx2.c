@@ -24,6 +24,8 @@
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_TRANSPOSE(r) transpose_8x8_f32(r)
 #define PACK_B_COLS pack_b_cols_avx2_f32
+#define TINY tiny_avx2_f32
+#define FMA1(x, y, z) __builtin_fmaf(x, y, z)
 
 /* t: rows 2k, 2k+1 interleaved per 128-bit half; u[4g + c], half L: column
  * 4L + c of rows 4g .. 4g + 3; then the halves of u[c] and u[4 + c]. */
@@ -52,6 +54,8 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #include "simd_pack.h"
 #undef V_TRANSPOSE
 #undef PACK_B_COLS
+#undef TINY
+#undef FMA1
 #undef REAL
 #undef VEC
 #undef VL
@@ -75,6 +79,8 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #define V_ADD(a, b) _mm256_add_pd(a, b)
 #define V_TRANSPOSE(r) transpose_4x4_f64(r)
 #define PACK_B_COLS pack_b_cols_avx2_f64
+#define TINY tiny_avx2_f64
+#define FMA1(x, y, z) __builtin_fma(x, y, z)
 
 TARGET static inline void transpose_4x4_f64(__m256d r[4])
 {
@@ -91,7 +97,7 @@ TARGET static inline void transpose_4x4_f64(__m256d r[4])
 
 /* kc: a 256 x 16 float B micro-panel is 16 KiB of the 48 KiB L1;
  * mc: a 144 x 256 block of A is 144 KiB (float) of the 1 MiB L2. */
-const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4080, ukernel_avx2_f32, pack_b_cols_avx2_f32, NULL};
-const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2040, ukernel_avx2_f64, pack_b_cols_avx2_f64, NULL};
+const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4080, ukernel_avx2_f32, pack_b_cols_avx2_f32, NULL, tiny_avx2_f32};
+const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2040, ukernel_avx2_f64, pack_b_cols_avx2_f64, NULL, tiny_avx2_f64};
 
 #endif

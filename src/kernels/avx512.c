@@ -81,6 +81,8 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
         r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
     }
 }
+#define TINY tiny_avx512_f32
+#define FMA1(x, y, z) __builtin_fmaf(x, y, z)
 #define PACK_A_ROWS pack_a_rows_avx512_f32
 #define AVEC __m256
 #define A_LOAD(p) _mm256_loadu_ps(p)
@@ -92,6 +94,8 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #undef V_TRANSPOSE
 #undef PACK_B_COLS
 #undef PACK_A_ROWS
+#undef TINY
+#undef FMA1
 #undef AVEC
 #undef A_LOAD
 #undef A_STORE
@@ -141,6 +145,8 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
     }
 }
 
+#define TINY tiny_avx512_f64
+#define FMA1(x, y, z) __builtin_fma(x, y, z)
 #define PACK_A_ROWS pack_a_rows_avx512_f64
 #define AVEC __m512d
 #define A_LOAD(p) _mm512_loadu_pd(p)
@@ -154,8 +160,8 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
  * micro-panel in L1) beat 192 and 320; mc: a 256 x 256 float block of A
  * is 256 KiB of L2. */
 const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 256, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
-                                       pack_a_rows_avx512_f32};
+                                       pack_a_rows_avx512_f32, tiny_avx512_f32};
 const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
-                                       pack_a_rows_avx512_f64};
+                                       pack_a_rows_avx512_f64, tiny_avx512_f64};
 
 #endif
