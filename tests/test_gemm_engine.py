@@ -42,6 +42,10 @@ def shapes_for(isa, dtype):
         cases.add((2 * mr + 1, 9, m))
     for k in edge_sizes(kc):
         cases.add((mr + 2, k, nr + 1))
+    # Enough rows to pack B whole, and k wider than the row-contiguous
+    # packer's group of eight micro-panels (dx = dy W and dW = dy^T x have
+    # N = k), with a ragged last group and panel.
+    cases.add((5 * mr + 3, 8 * nr + nr // 2 + 3, 2 * nr + 5))
     cases.add((0, 5, 7))
     cases.add((3, 0, 5))
     return sorted(cases)

@@ -32,8 +32,10 @@
 #define TINY_WORK 1024
 /* Up to this many row panels, reading B in place beats packing it. */
 #define SMALL_M_PANELS 4
-/* How far ahead (in rows) packing B's row-contiguous panels prefetches. */
-#define PACK_PREFETCH_ROWS 8
+/* Packing row-contiguous B reads this many micro-panels of a row at once. */
+#ifndef PACK_ROW_PANELS
+#define PACK_ROW_PANELS 8
+#endif
 /* Pack buffers up to this size live on the stack. */
 #ifndef STACK_SCRATCH_BYTES
 #define STACK_SCRATCH_BYTES (32 * 1024)
@@ -91,54 +93,68 @@ static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *
     }
 }
 
+/* B[0:kc, 0:nc] with contiguous rows (csb == 1): a straight copy into
+ * micro-panels.  Each row is read PACK_ROW_PANELS panels' worth at a time,
+ * in runs the hardware prefetcher follows; going one panel at a time down
+ * rows a page or more apart (a 2048-wide W) kept missing the cache. */
+static void CX_FN(pack_b_rows)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int nr,
+                               REAL *restrict bp)
+{
+    const int64_t group = (int64_t)nr * PACK_ROW_PANELS;
+    for (int64_t j0 = 0; j0 < nc; j0 += group) {
+        const int64_t width = CX_FN(min64)(group, nc - j0);
+        REAL *panels = bp + j0 * kc;                /* j0 is a multiple of nr */
+        for (int64_t p = 0; p < kc; ++p) {
+            const REAL *row = b + p * rsb + j0;
+            for (int64_t jr = 0; jr < width; jr += nr) {
+                const int64_t cols = CX_FN(min64)(nr, width - jr);
+                REAL *dst = panels + jr * kc + p * nr;
+                for (int64_t j = 0; j < cols; ++j)
+                    dst[j] = row[jr + j];
+                for (int64_t j = cols; j < nr; ++j)
+                    dst[j] = 0;
+            }
+        }
+    }
+}
+
 /* B[0:kc, 0:nc] (strides rsb, csb) -> nr-column micro-panels, each kc rows
  * of nr values; columns past nc are zero. */
 static void CX_FN(pack_b)(const PLAN *plan, int64_t kc, int64_t nc, const REAL *b, int64_t rsb,
                           int64_t csb, int nr, REAL *restrict bp)
 {
-    if (rsb == 1 && csb != 1 && plan->pack_b_cols) {
+    if (csb == 1) {
+        CX_FN(pack_b_rows)(kc, nc, b, rsb, nr, bp);
+        return;
+    }
+    if (rsb == 1 && plan->pack_b_cols) {
         plan->pack_b_cols(kc, nc, b, csb, bp);      /* transposing in registers */
         return;
     }
+    /* Transposing without the ISA's help (B = W^T in the forward pass on
+     * the portable plan): eight columns at a time, so eight source streams
+     * advance together and each step writes eight adjacent values. */
     for (int64_t jr = 0; jr < nc; jr += nr) {
         const int64_t cols = CX_FN(min64)(nr, nc - jr);
         const REAL *src = b + jr * csb;
-        if (csb == 1) {
+        int64_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            const REAL *c0 = src + j * csb;
             for (int64_t p = 0; p < kc; ++p) {
-                const REAL *row = src + p * rsb;
-                REAL *dst = bp + p * nr;
-                /* Rows a page or more apart: fetch ahead down the panel,
-                 * which the hardware prefetcher does not follow. */
-                __builtin_prefetch(row + PACK_PREFETCH_ROWS * rsb);
-                __builtin_prefetch(row + PACK_PREFETCH_ROWS * rsb + nr - 1);
-                for (int64_t j = 0; j < cols; ++j)
-                    dst[j] = row[j];
-                for (int64_t j = cols; j < nr; ++j)
-                    dst[j] = 0;
+                REAL *dst = bp + p * nr + j;
+                const REAL *s = c0 + p * rsb;
+                for (int q = 0; q < 8; ++q)
+                    dst[q] = s[q * csb];
             }
-        } else {
-            /* Transposing (B = W^T in the forward pass): eight columns at a
-             * time, so eight source streams advance together and each step
-             * writes eight adjacent values instead of one per cache line. */
-            int64_t j = 0;
-            for (; j + 8 <= cols; j += 8) {
-                const REAL *c0 = src + j * csb;
-                for (int64_t p = 0; p < kc; ++p) {
-                    REAL *dst = bp + p * nr + j;
-                    const REAL *s = c0 + p * rsb;
-                    for (int q = 0; q < 8; ++q)
-                        dst[q] = s[q * csb];
-                }
-            }
-            for (; j < cols; ++j) {
-                const REAL *col = src + j * csb;
-                for (int64_t p = 0; p < kc; ++p)
-                    bp[p * nr + j] = col[p * rsb];
-            }
-            for (int64_t p = 0; p < kc; ++p)
-                for (int64_t jj = cols; jj < nr; ++jj)
-                    bp[p * nr + jj] = 0;
         }
+        for (; j < cols; ++j) {
+            const REAL *col = src + j * csb;
+            for (int64_t p = 0; p < kc; ++p)
+                bp[p * nr + j] = col[p * rsb];
+        }
+        for (int64_t p = 0; p < kc; ++p)
+            for (int64_t jj = cols; jj < nr; ++jj)
+                bp[p * nr + jj] = 0;
         bp += (int64_t)nr * kc;
     }
 }
