@@ -280,6 +280,16 @@ def get_isa():
     return _ISA_NAMES[lib.cextend_get_isa()]
 
 
+def gemm_blocking(isa, dtype):
+    """The GEMM plan of an instruction set for a float dtype, as a dict of
+    mr, nr (register block) and kc, mc, nc (cache blocks)."""
+    if isa not in ISAS:
+        raise ValueError("isa must be one of %s, got %r" % (", ".join(ISAS), isa))
+    blocks = ffi.new("int64_t[5]")
+    check(lib.cextend_gemm_blocking(ISAS[isa], np.dtype(dtype).itemsize, blocks))
+    return dict(zip(("mr", "nr", "kc", "mc", "nc"), blocks))
+
+
 def set_num_threads(n):
     """Threads for the kernels (results are bitwise identical for any count)."""
     if isinstance(n, bool) or not isinstance(n, int):

@@ -71,6 +71,12 @@ int cextend_get_isa(void);
  * OMP_NUM_THREADS, else the available cores).  Status -1 if n < 1. */
 int cextend_set_num_threads(int n);
 int cextend_get_num_threads(void);
+/* The GEMM plan of an instruction set for one element size (4: float32,
+ * 8: float64): blocks[0..4] = mr, nr (the microkernel's register block),
+ * kc, mc, nc (the cache blocks).  Status -1 for an isa that has no plan
+ * here (AUTO, unknown, or x86 on another architecture), -2 for an element
+ * size other than 4 or 8, -3 if blocks is NULL. */
+int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks);
 
 /* ---- Linear layer --------------------------------------------------------
  * Forward:  y[i][j] = sum_p x[i][p] * w[j][p] + b[j]

@@ -7,16 +7,13 @@ import pytest
 
 import cextend as cx
 from cextend import _backend, ops
-from cextend._C import lib
+from cextend._C import ffi, lib
 from helpers import assert_product_close, layouts, poisoned, product_bound
 
 FAST_ISAS = [isa for isa in cx.available_isas() if isa != "reference"]
 # (mr, nr, kc, mc) of each ISA's plan, per dtype, as compiled (src/kernels/).
-BLOCKS = {
-    "generic": {np.float32: (4, 8, 256, 128), np.float64: (4, 4, 256, 128)},
-    "avx2": {np.float32: (6, 16, 256, 144), np.float64: (6, 8, 256, 96)},
-    "avx512": {np.float32: (8, 32, 256, 256), np.float64: (8, 16, 256, 128)},
-}
+BLOCKS = {isa: {dtype: tuple(_backend.gemm_blocking(isa, dtype)[key] for key in ("mr", "nr", "kc", "mc"))
+                for dtype in (np.float32, np.float64)} for isa in FAST_ISAS}
 
 
 @pytest.fixture
@@ -190,3 +187,22 @@ def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
         np.testing.assert_array_equal(ops.linear_forward(x[start:stop], w, b), y[start:stop])
         part = ops.linear_backward(dy[start:stop], x[start:stop], w, weight=False, bias=False)[0]
         np.testing.assert_array_equal(part, dx[start:stop])
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocking_is_reported_and_consistent(isa, dtype):
+    plan = _backend.gemm_blocking(isa, dtype)
+    assert plan["mr"] >= 1 and plan["nr"] >= 1 and plan["kc"] >= 1
+    assert plan["mc"] % plan["mr"] == 0 and plan["nc"] % plan["nr"] == 0     # blocks hold whole tiles
+    assert plan["mr"] * plan["nr"] <= 16 * 32                                # fits the edge-tile scratch
+
+
+def test_blocking_rejects_what_has_no_plan():
+    blocks = ffi.new("int64_t[5]")
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_REFERENCE, 4, blocks) == -1
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_AUTO, 4, blocks) == -1
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_GENERIC, 2, blocks) == -2
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_GENERIC, 8, ffi.NULL) == -3
+    with pytest.raises(ValueError, match="isa must be one of"):
+        _backend.gemm_blocking("sse9", np.float32)

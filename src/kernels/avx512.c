@@ -156,10 +156,13 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
-/* Measured on a 48 KiB-L1 / 1 MiB-L2 core (bench/): kc = 256 (a 32 KiB B
- * micro-panel in L1) beat 192 and 320; mc: a 256 x 256 float block of A
- * is 256 KiB of L2. */
-const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 256, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
+/* Measured on a 48 KiB-L1 / 1 MiB-L2 core (Zen 5): kc = 256 (a 32 KiB B
+ * micro-panel in L1) beat 192 and 320.  On a 32 KiB-L1 / 1 MiB-L2 Zen 4,
+ * kc from 256 to 512 and mc from 128 to 512 were within the noise of a
+ * shared machine for forward and backward, with mc = 384 (a 384 KiB float
+ * block of A in L2) ahead by 2-4% for the forward pass (bench/ and thread
+ * CPU time, best of repeats). */
+const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
                                        pack_a_rows_avx512_f32, tiny_avx512_f32};
 const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
                                        pack_a_rows_avx512_f64, tiny_avx512_f64};
