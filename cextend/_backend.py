@@ -100,6 +100,7 @@ def vector(arr):
 _NDARRAY = np.ndarray
 _FROM_BUFFER = ffi.from_buffer
 _NULL = ffi.NULL
+_EMPTY = np.empty
 # dtype -> (kernel, pointer type) for the quick paths.
 _QUICK_FORWARD = {np.dtype(np.float32): (lib.cextend_linear_forward_f32, ffi.typeof("float *")),
                   np.dtype(np.float64): (lib.cextend_linear_forward_f64, ffi.typeof("double *"))}
@@ -127,22 +128,25 @@ def linear_forward_quick(x, w, b):
     entry = _QUICK_FORWARD.get(dtype)
     if entry is None or w.dtype is not dtype:
         return None
-    x_shape, w_shape = x.shape, w.shape
-    if len(x_shape) != 2 or len(w_shape) != 2 or x_shape[1] != w_shape[1]:
-        return None
-    (n, k), m = x_shape, w_shape[0]
     kernel, ctype = entry
     try:
+        n, k = x.shape              # ValueError unless 2-D, like from_buffer's
+        m, k_w = w.shape
+        if k != k_w:
+            return None
         if b is None:
             b_ptr = _NULL
-        elif type(b) is _NDARRAY and b.dtype is dtype and b.shape == (m,):
+        elif type(b) is _NDARRAY and b.dtype is dtype:
+            (m_b,) = b.shape
+            if m_b != m:
+                return None
             b_ptr = _FROM_BUFFER(ctype, b)
         else:
             return None
         x_ptr, w_ptr = _FROM_BUFFER(ctype, x), _FROM_BUFFER(ctype, w)
     except ValueError:
         return None
-    y = np.empty((n, m), dtype)
+    y = _EMPTY((n, m), dtype)
     if kernel(n, k, m, x_ptr, k or 1, 0, w_ptr, k or 1, 0, b_ptr, _FROM_BUFFER(ctype, y), m or 1):
         return None
     return y

@@ -58,10 +58,13 @@ def _linear_operands(x, w, b, x_name="x"):
     return k, m
 
 
+_forward_quick = _backend.linear_forward_quick
+
+
 def linear_forward(x, w, b=None, *, out=None):
     """y = x . w^T + b for x (*, K), w (M, K), b (M,) or None; y has shape (*, M)."""
     if out is None:
-        y = _backend.linear_forward_quick(x, w, b)
+        y = _forward_quick(x, w, b)
         if y is not None:
             return y
     k, m = _linear_operands(x, w, b)
