@@ -27,6 +27,15 @@ the kernel threadpoolctl reports, and warns if it is still Haswell on an
 AVX-512 CPU."""
 
 
+CLOCK_TEXT = {
+    "auto": "one-thread rows use the calling thread's CPU time (every library computes in that "
+            "thread, and time spent descheduled on the shared machine does not count); "
+            "two-thread rows use wall time",
+    "wall": "wall time",
+    "thread_cpu": "the calling thread's CPU time",
+}
+
+
 def fmt_time(seconds):
     if seconds is None:
         return "-"
@@ -103,6 +112,7 @@ def describe(record):
             fmt_load(loads["start"]), fmt_load(loads["end"])),
         "- %d interleaved samples per case, medians; every ratio is other_time / our_time "
         "(above 1: cextend is faster)." % record["repeats"],
+        "- Clock: %s." % CLOCK_TEXT.get(record.get("clock", "wall"), record.get("clock")),
     ])
 
 

@@ -29,6 +29,11 @@ def test_ratios_are_other_time_over_our_time():
     assert ratios == {"numpy": 2.0, "torch": 0.5}
 
 
+def test_one_thread_rows_use_the_threads_cpu_clock_and_threaded_rows_wall_time():
+    assert registry.clock_for(1) == "thread_cpu" and registry.clock_for(2) == "wall"
+    assert registry.clock_for(1, "wall") == "wall"
+
+
 def test_interleaving_rotates_the_order():
     calls = []
     candidates = {name: (lambda name=name: calls.append(name)) for name in "abc"}
@@ -52,6 +57,7 @@ def test_bench_runs_numpy_without_the_handicaps_and_records_it(tmp_path):
     assert record["numpy"]["removed_from_environment"] == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576"
     [row] = record["results"]
     assert row["shape"] == [1, 8, 8] and row["threads"] == 1 and row["dtype"] == "float32"
+    assert row["clock"] == "thread_cpu" and set(row["wall_seconds"]) == set(row["seconds"])
     assert row["ratios"]["numpy"] == pytest.approx(row["seconds"]["numpy"]["median"] / row["seconds"]["ours"]["median"])
     assert row["load_average"] is None or len(row["load_average"]) == 3
     blas = record["numpy"]["blas"]

@@ -71,25 +71,21 @@ TARGET static void UKERNEL(int64_t kc, const REAL *restrict a, const REAL *restr
 TARGET static void TINY(int64_t M, int64_t N, int64_t K, const REAL *a, int64_t rsa, int64_t csa,
                         const REAL *b, int64_t rsb, int64_t csb, const REAL *bias, REAL *c, int64_t ldc)
 {
-    for (int64_t i = 0; i < M; ++i) {
-        const REAL *row = a + i * rsa;
-        for (int64_t j0 = 0; j0 < N; j0 += 8) {
-            const int64_t width = N - j0 < 8 ? N - j0 : 8;
-            const REAL *cols = b + j0 * csb;
+    for (int64_t j0 = 0; j0 < N; j0 += 8) {
+        const int64_t width = N - j0 < 8 ? N - j0 : 8;
+        /* A narrow last group repeats its last column in the spare lanes
+         * (computed, never stored), so all eight chains stay in registers. */
+        int64_t col[8];
+        for (int j = 0; j < 8; ++j)
+            col[j] = (j0 + (j < width ? j : width - 1)) * csb;
+        for (int64_t i = 0; i < M; ++i) {
+            const REAL *row = a + i * rsa;
             REAL acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            if (width == 8) {
-                for (int64_t p = 0; p < K; ++p) {
-                    const REAL x = row[p * csa], *bp = cols + p * rsb;
+            for (int64_t p = 0; p < K; ++p) {
+                const REAL x = row[p * csa], *bp = b + p * rsb;
 #pragma GCC unroll 8
-                    for (int j = 0; j < 8; ++j)
-                        acc[j] = FMA1(x, bp[j * csb], acc[j]);
-                }
-            } else {
-                for (int64_t p = 0; p < K; ++p) {
-                    const REAL x = row[p * csa], *bp = cols + p * rsb;
-                    for (int64_t j = 0; j < width; ++j)
-                        acc[j] = FMA1(x, bp[j * csb], acc[j]);
-                }
+                for (int j = 0; j < 8; ++j)
+                    acc[j] = FMA1(x, bp[col[j]], acc[j]);
             }
             REAL *out = c + i * ldc + j0;
             for (int64_t j = 0; j < width; ++j)
