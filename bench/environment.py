@@ -52,15 +52,24 @@ def load_average():
 
 
 def cpu_model():
-    """The CPU's model name (platform.processor() is empty on Linux)."""
+    """The CPU's model name, with its CPUID family and model where the name
+    is vague (a VM's "AMD EPYC" is Zen 4 as family 25 model 17, Zen 5 as 26)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        name += " (family %s, model %s)" % (fields["cpu family"], fields["model"])
+    return name
 
 
 def blas_libraries():

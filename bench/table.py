@@ -99,6 +99,7 @@ def describe(record):
     loads = record["load_average"]
     fmt_load = lambda v: " / ".join("%.2f" % x for x in v) if v else "unknown"  # noqa: E731
     removed = record["numpy"].get("removed_from_environment")
+    loads_seen = [r["load_average"][0] for r in record["results"] if r.get("load_average")]
     return "\n".join([
         "- Measured %s with `%s`." % (record["date"].replace("T", " "), record.get("command", "bench/bench.py")),
         "- CPU: %s, %d cores; measured FMA peak per core (`bench/peak_probe.c`): %s." % (
@@ -113,7 +114,23 @@ def describe(record):
         "- %d interleaved samples per case, medians; every ratio is other_time / our_time "
         "(above 1: cextend is faster)." % record["repeats"],
         "- Clock: %s." % CLOCK_TEXT.get(record.get("clock", "wall"), record.get("clock")),
-    ])
+    ] + ([
+        "- This run shared the machine (1-minute load up to %.1f on %d cores). The CPU clock leaves "
+        "out time spent waiting for a core, but not the other work's use of the shared L3 cache "
+        "and memory bandwidth, which slows memory-bound parts (packing, large float64 products) "
+        "on every side; a quiet run is the reference." % (max(loads_seen), machine["cores"])
+    ] if loads_seen and max(loads_seen) >= machine["cores"] - 0.5 else []))
+
+
+def load_warning(record):
+    """A sentence when multi-thread rows ran on a machine already busy."""
+    cores = record["machine"]["cores"]
+    loads = [r["load_average"][0] for r in record["results"] if r["threads"] > 1 and r.get("load_average")]
+    if not loads or max(loads) < cores - 0.5:
+        return ""
+    return ("\n\n**The two-thread rows ran with a 1-minute load of %.1f to %.1f on %d cores**: other "
+            "work held the cores, so their wall times measure contention, not scaling." % (
+                min(loads), max(loads), cores))
 
 
 def render(record):
@@ -133,7 +150,7 @@ def render(record):
     if gemm2:
         parts += ["", "## GEMM, two threads", "",
                   "Every library on two threads; cextend on one thread is timed in the same "
-                  "interleaving for the speed-up.", "", threads_table(gemm2)]
+                  "interleaving for the speed-up." + load_warning(record), "", threads_table(gemm2)]
     if others:
         parts += ["", "## Autograd and per-call overhead", "", gemm_table(others)]
     parts += ["", "Regenerate: `make bench` on a quiet machine (or `python bench/table.py "
