@@ -92,6 +92,15 @@ int cextend_linear_forward_f64(int64_t n, int64_t k, int64_t m,
                                const double *x, int64_t ldx, int transx,
                                const double *w, int64_t ldw, int transw,
                                const double *b, double *y, int64_t ldy);
+/* The same forward on C-contiguous operands (ldx = ldw = max(1, k),
+ * ldy = max(1, m), no transposes), bitwise the same results: five fewer
+ * arguments to convert is a tenth of a small layer's call from Python.
+ * Arguments: 1 n, 2 k, 3 m, 4 x, 5 w, 6 b, 7 y.
+ */
+int cextend_linear_forward_contiguous_f32(int64_t n, int64_t k, int64_t m, const float *x,
+                                          const float *w, const float *b, float *y);
+int cextend_linear_forward_contiguous_f64(int64_t n, int64_t k, int64_t m, const double *x,
+                                          const double *w, const double *b, double *y);
 
 /* Backward of the forward above, given dy (n x m):
  *   dx = dy . w      (n x k, NULL: skip)

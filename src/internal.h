@@ -66,6 +66,9 @@ CX_INTERNAL int cx_validate_linear_forward(const char *fn, size_t es, int64_t n,
                                            const void *x, int64_t ldx, int transx,
                                            const void *w, int64_t ldw, int transw,
                                            const void *b, const void *y, int64_t ldy);
+CX_INTERNAL int cx_validate_linear_forward_contiguous(const char *fn, size_t es, int64_t n, int64_t k,
+                                                      int64_t m, const void *x, const void *w,
+                                                      const void *b, const void *y);
 CX_INTERNAL int cx_validate_linear_backward(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
                                             const void *dy, int64_t lddy, int transdy,
                                             const void *x, int64_t ldx, int transx,

@@ -31,6 +31,13 @@ def linear_forward(sfx):
     return getattr(lib, "cextend_linear_forward_" + sfx), args, out
 
 
+def linear_forward_contiguous(sfx):
+    t = CTYPES[sfx]
+    out = {"y": buffer(t, N * M)}
+    args = [N, K, M, data(t, N * K), data(t, M * K), data(t, M), out["y"]]
+    return getattr(lib, "cextend_linear_forward_contiguous_" + sfx), args, out
+
+
 def linear_backward(sfx):
     t = CTYPES[sfx]
     out = {"dx": buffer(t, N * K), "dw": buffer(t, M * K), "db": buffer(t, M)}
@@ -120,8 +127,18 @@ ILLEGAL = {
                     ({4: NULL}, -4, "indices"), ({4: ffi.new("int64_t[]", [0, PLANE])}, -4, "indices"),
                     ({4: ffi.new("int64_t[]", [-1, 0])}, -4, "indices"), ({5: NULL}, -5, "grad_x")],
 }
+# Entry points of the CPU library only (tests/test_cuda.py matches ILLEGAL
+# against the CUDA library's twins).
+CPU_ONLY_ILLEGAL = {
+    linear_forward_contiguous: [
+        ({1: -1}, -1, "n"), ({2: -1}, -2, "k"), ({3: -1}, -3, "m"), ({4: NULL}, -4, "x"),
+        ({5: NULL}, -5, "w"), ({7: NULL}, -7, "y"), ({4: misaligned()}, -4, "x"),
+        ({6: misaligned()}, -6, "b"), ({1: BIG, 2: BIG}, -2, "k"),
+    ],
+}
 CASES = [(entry, sfx, change, status, name)
-         for entry, cases in ILLEGAL.items() for change, status, name in cases for sfx in CTYPES]
+         for table in (ILLEGAL, CPU_ONLY_ILLEGAL)
+         for entry, cases in table.items() for change, status, name in cases for sfx in CTYPES]
 
 
 def untouched(out):
@@ -143,7 +160,7 @@ def test_illegal_argument_is_reported_and_writes_nothing(entry, sfx, change, sta
 
 
 @pytest.mark.parametrize("sfx", CTYPES)
-@pytest.mark.parametrize("entry", list(ILLEGAL))
+@pytest.mark.parametrize("entry", list(ILLEGAL) + list(CPU_ONLY_ILLEGAL))
 def test_valid_call_succeeds(entry, sfx):
     fn, args, out = entry(sfx)
     assert fn(*args) == 0, ffi.string(lib.cextend_last_error())
@@ -171,3 +188,14 @@ def test_null_is_legal_for_empty_operands(sfx):
     assert fn(N, K, 0, data(CTYPES[sfx], N * K), K, 0, NULL, K, 0, NULL, NULL, 1) == 0
     pool = getattr(lib, "cextend_global_max_pool_forward_" + sfx)
     assert pool(0, 0, NULL, NULL, NULL) == 0
+
+
+@pytest.mark.parametrize("sfx", CTYPES)
+def test_contiguous_forward_matches_the_general_entry_bitwise(sfx):
+    t = CTYPES[sfx]
+    x, w, b = data(t, N * K), data(t, M * K), data(t, M)
+    general, contiguous = buffer(t, N * M), buffer(t, N * M)
+    assert getattr(lib, "cextend_linear_forward_" + sfx)(N, K, M, x, K, 0, w, K, 0, b, general, M) == 0
+    assert getattr(lib, "cextend_linear_forward_contiguous_" + sfx)(N, K, M, x, w, b, contiguous) == 0
+    assert list(general) == list(contiguous)
+    assert getattr(lib, "cextend_linear_forward_contiguous_" + sfx)(N, K, M, x, w, NULL, contiguous) == 0
