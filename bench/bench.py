@@ -75,13 +75,14 @@ def run_case(case, repeats, peaks, sample_seconds, clock_choice="auto"):
     finally:
         if limiter is not None:
             limiter.unregister()
+    load_after = environment.load_average()
     seconds, ratios = registry.summarise(samples)
     ours = seconds["ours"]["median"]
     row = {
         "suite": case.suite, "name": case.name, "shape": list(case.shape), "dtype": case.dtype,
         "threads": case.threads, "clock": clock, "seconds": seconds,
         "ratios": {name: ratios[name] for name in ("numpy", "torch") if name in ratios},
-        "load_average": load,
+        "load_average": load, "load_average_after": load_after,
         "numpy_kernel": "/".join("%s:%s" % (lib.get("architecture") or lib["internal_api"], lib["num_threads"])
                                  for lib in blas) or None,
     }

@@ -68,15 +68,23 @@ def gemm_table(rows):
     return "\n".join(lines)
 
 
-def threads_table(rows):
+def busy(r, cores):
+    """A multi-thread row measured while other work held a core, judged by
+    the 1-minute load before and (it lags) after the row."""
+    loads = [r[key][0] for key in ("load_average", "load_average_after") if r.get(key)]
+    return bool(loads) and max(loads) >= cores - 0.5
+
+
+def threads_table(rows, cores):
     lines = ["| case | N x K x M | dtype | ours, 1 thread | ours, 2 threads | speed-up | numpy/ours | torch/ours | load |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["seconds"]
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s%s |" % (
             r["name"], shape(r), r["dtype"], fmt_time(s.get("ours_1thread", {}).get("median")),
             fmt_time(s["ours"]["median"]), ratio(r.get("speedup_2_threads")),
-            ratio(r["ratios"].get("numpy")), ratio(r["ratios"].get("torch")), load(r)))
+            ratio(r["ratios"].get("numpy")), ratio(r["ratios"].get("torch")), load(r),
+            " (busy)" if busy(r, cores) else ""))
     return "\n".join(lines)
 
 
@@ -125,12 +133,13 @@ def describe(record):
 def load_warning(record):
     """A sentence when multi-thread rows ran on a machine already busy."""
     cores = record["machine"]["cores"]
-    loads = [r["load_average"][0] for r in record["results"] if r["threads"] > 1 and r.get("load_average")]
-    if not loads or max(loads) < cores - 0.5:
+    rows = [r for r in record["results"] if r["threads"] > 1]
+    if not any(busy(r, cores) for r in rows):
         return ""
-    return ("\n\n**The two-thread rows ran with a 1-minute load of %.1f to %.1f on %d cores**: other "
-            "work held the cores, so their wall times measure contention, not scaling." % (
-                min(loads), max(loads), cores))
+    return ("\n\n**Rows marked (busy) had a 1-minute load of %.1f or more on %d cores before or after "
+            "them**: other work held a core, so their wall times measure contention, not scaling. The "
+            "load average lags, so a row whose two-thread time is no better than its one-thread time "
+            "was likely contended too." % (cores - 0.5, cores))
 
 
 def render(record):
@@ -150,7 +159,8 @@ def render(record):
     if gemm2:
         parts += ["", "## GEMM, two threads", "",
                   "Every library on two threads; cextend on one thread is timed in the same "
-                  "interleaving for the speed-up." + load_warning(record), "", threads_table(gemm2)]
+                  "interleaving for the speed-up." + load_warning(record), "",
+                  threads_table(gemm2, record["machine"]["cores"])]
     if others:
         parts += ["", "## Autograd and per-call overhead", "", gemm_table(others)]
     parts += ["", "Regenerate: `make bench` on a quiet machine (or `python bench/table.py "
