@@ -97,15 +97,16 @@ def vector(arr):
     return np.array(arr, order="C", copy=True)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _NDARRAY = np.ndarray
 _FROM_BUFFER = ffi.from_buffer
 _NULL = ffi.NULL
 _EMPTY = np.empty
 # dtype -> (kernel, pointer type) for the quick paths.
-_QUICK_FORWARD = {np.dtype(np.float32): (lib.cextend_linear_forward_contiguous_f32, ffi.typeof("float *")),
-                  np.dtype(np.float64): (lib.cextend_linear_forward_contiguous_f64, ffi.typeof("double *"))}
-_QUICK_BACKWARD = {np.dtype(np.float32): (lib.cextend_linear_backward_f32, ffi.typeof("float *")),
-                   np.dtype(np.float64): (lib.cextend_linear_backward_f64, ffi.typeof("double *"))}
+_QUICK_FORWARD = {_F32: (lib.cextend_linear_forward_contiguous_f32, ffi.typeof("float *")),
+                  _F64: (lib.cextend_linear_forward_contiguous_f64, ffi.typeof("double *"))}
+_QUICK_BACKWARD = {_F32: (lib.cextend_linear_backward_f32, ffi.typeof("float *")),
+                   _F64: (lib.cextend_linear_backward_f64, ffi.typeof("double *"))}
 
 
 # The quick paths serve the common case (2-D C-contiguous operands of one
