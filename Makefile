@@ -39,12 +39,16 @@ test: build
 demo: build
 	$(PY) -m cextend.demo
 
-# The benchmark table (bench/results.json too).  torch's columns appear when
-# torch is installed in $(VENV); numpy's BLAS threads are pinned by threadpoolctl.
+# The benchmark table (bench/results.json too, rendered as BENCHMARKS.md).
+# torch's columns appear when torch is installed in $(VENV); numpy runs on
+# its full-speed OpenBLAS kernel (bench/environment.py) with its threads
+# limited by threadpoolctl.
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
 	$(PY) bench/conv_bench.py $(CONV_BENCH_ARGS)
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) bench/autograd_bench.py --json bench/autograd_results.json
+	$(PY) bench/table.py bench/results.json --out BENCHMARKS.md
 
 # The whole test suite against an ASan + UBSan build of the extension.  The
 # sanitizer runtimes are preloaded into the (unsanitised) Python; any report
