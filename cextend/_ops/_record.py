@@ -13,6 +13,7 @@ from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
+from cextend.tensor import _wrap
 
 NO_EDGE = (None, 0)
 _FREED = ("freed",)
@@ -73,7 +74,6 @@ def node_class(name, backward, multi_output=False):
 def zeros_grad(g):
     """An exact zero gradient shaped like g, outside any graph (torch's
     zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
-    from cextend.tensor import _wrap
     return _wrap(np.zeros(g._data.shape, g._data.dtype))
 
 
