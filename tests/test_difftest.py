@@ -66,8 +66,34 @@ def test_comparison_sees_values_nan_positions_dtype_shape_and_grad_metadata():
     assert [d.field for d in _differences(torch.tensor([1, 2]), cextend.tensor([1, 3]))] == ["values"]
 
 
+def test_comparison_sees_the_sign_of_zeros():
+    a = np.array([0.0, -0.0, 1.0], np.float32)
+    assert _differences(torch.tensor(a), cextend.tensor(a)) == []
+    found = _differences(torch.tensor(a), cextend.tensor(np.array([0.0, 0.0, 1.0], np.float32)))
+    assert [d.field for d in found] == ["zero sign"]
+    assert _differences(torch.tensor([0, 1]), cextend.tensor([0, 1])) == []
+
+
+def test_programs_use_out_and_the_tables_call_functions():
+    """out= forms (with outs of other shapes and dtypes) and the op table's
+    call(lib, ...) functions appear in generated programs, and their repros
+    define the call functions they use."""
+    from difftest.program import definitions
+    from difftest.run import generate_and_run
+    import warnings
+    out_forms, calls = 0, []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for i in range(150):
+            stmts = generate_and_run((3, i), torch, cextend).stmts
+            out_forms += sum(", out=" in s.code for s in stmts)
+            calls += [s for s in stmts if "_call(torch, " in s.code]
+    assert out_forms > 0
+    assert calls and all(definitions([s]) for s in calls)
+
+
 def test_a_deviation_never_excuses_a_different_number():
-    anything = [allowlist.Deviation("catch-all", "test", lambda code, t, c: True)]
+    anything = [allowlist.Deviation("catch-all", "test", lambda code, t, c, history: True)]
     stmt = Stmt("v1 = v0 * 2", "arith")
     differs = compare("v1", Describer(torch)(torch.tensor([1.0])), Describer(cextend)(cextend.tensor([2.0])))
     assert allowlist.excuse(Finding(0, stmt, "state", differences=differs), anything) is None
