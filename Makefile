@@ -44,6 +44,7 @@ demo: build
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
+	$(PY) bench/conv_bench.py $(CONV_BENCH_ARGS)
 
 # The whole test suite against an ASan + UBSan build of the extension.  The
 # sanitizer runtimes are preloaded into the (unsanitised) Python; any report

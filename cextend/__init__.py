@@ -56,3 +56,7 @@ def promote_types(type1, type2):
 def can_cast(from_, to):
     """torch.can_cast: whether an in-place op may store from_ results in a `to` tensor."""
     return _promotion.can_cast(_dtype.as_dtype(from_).numpy, _dtype.as_dtype(to).numpy)
+
+
+from cextend.serialization import load, save  # noqa: E402,F401
+from cextend.utils import data as _data  # noqa: E402,F401  (cextend.utils.data, as torch.utils.data)

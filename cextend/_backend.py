@@ -338,3 +338,131 @@ def _isa_from_environment():
 
 
 _isa_from_environment()
+
+
+# -- convolution, pooling and batch norm (src/generic/conv.c, pool2d.c, batchnorm.c) --
+
+_NN_OP_NAMES = (
+    "conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
+    "avg_pool2d_forward", "avg_pool2d_backward", "adaptive_avg_pool2d_forward",
+    "adaptive_avg_pool2d_backward", "batch_norm_forward", "batch_norm_backward",
+)
+_NN_KERNELS = {(op, dtype): getattr(lib, "cextend_%s_%s" % (op, suffix))
+               for op in _NN_OP_NAMES for dtype, suffix in _SUFFIX.items()}
+
+
+def strided(arr):
+    """(array, strides in elements) for an input the kernels read through
+    explicit strides: used in place when aligned with non-negative whole-
+    element strides (sliced, transposed, broadcast views), else copied."""
+    if arr.size == 0:
+        return arr, [0] * arr.ndim
+    itemsize = arr.itemsize
+    if arr.flags.aligned and all(s >= 0 and s % itemsize == 0 for s in arr.strides):
+        return arr, [s // itemsize for s in arr.strides]
+    arr = np.array(arr, order="C", copy=True)
+    return arr, [s // itemsize for s in arr.strides]
+
+
+def _ptr(arr):
+    """pointer(), with NULL for an operand that holds no elements."""
+    return ffi.NULL if arr is None or arr.size == 0 else pointer(arr)
+
+
+def conv2d_forward(x, w, b, y, geometry):
+    """y (n, c_out, h_out, w_out) = conv(x, w) + b; geometry: ((sh, sw), (ph, pw), (dh, dw), groups)."""
+    (sh, sw), (ph, pw), (dh, dw), groups = geometry
+    x, xs = strided(x)
+    w, b = vector(w), None if b is None else vector(b)
+    n, c_in, h, wd = x.shape
+    c_out, _, kh, kw = w.shape
+    check(_NN_KERNELS["conv2d_forward", y.dtype](
+        n, c_in, h, wd, c_out, kh, kw, y.shape[2], y.shape[3], sh, sw, ph, pw, dh, dw, groups,
+        _ptr(x), xs, _ptr(w), _ptr(b), _ptr(y)))
+
+
+def conv2d_backward(dy, x_shape, x, w, w_shape, dx, dw, db, geometry):
+    """dx, dw, db of conv2d_forward (each None: skip); x may be None when dw
+    is, w when dx is (shapes come from x_shape and w_shape)."""
+    (sh, sw), (ph, pw), (dh, dw_), groups = geometry
+    dy, dys = strided(dy)
+    x, xs = strided(x) if x is not None else (None, None)
+    w = vector(w) if w is not None else None
+    n, c_in, h, wd = x_shape
+    c_out, _, kh, kw = w_shape
+    check(_NN_KERNELS["conv2d_backward", dy.dtype](
+        n, c_in, h, wd, c_out, kh, kw, dy.shape[2], dy.shape[3], sh, sw, ph, pw, dh, dw_, groups,
+        _ptr(dy), dys, _ptr(x), xs if xs is not None else ffi.NULL, _ptr(w),
+        _ptr(dx), _ptr(dw), _ptr(db)))
+
+
+def max_pool2d_forward(x, y, indices, window):
+    """window: ((kh, kw), (sh, sw), (ph, pw), (dh, dw)); indices may be None."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window
+    x, xs = strided(x)
+    n, c, h, w = x.shape
+    check(_NN_KERNELS["max_pool2d_forward", y.dtype](
+        n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, dh, dw, _ptr(x), xs,
+        _ptr(y), _ptr(indices)))
+
+
+def max_pool2d_backward(dy, indices, dx):
+    dy, dys = strided(dy)
+    indices = vector(indices)
+    n, c, h, w = dx.shape
+    check(_NN_KERNELS["max_pool2d_backward", dx.dtype](
+        n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(indices), _ptr(dx)))
+
+
+def avg_pool2d_forward(x, y, window, count_include_pad, divisor_override):
+    """window: ((kh, kw), (sh, sw), (ph, pw)); divisor_override 0: none."""
+    (kh, kw), (sh, sw), (ph, pw) = window
+    x, xs = strided(x)
+    n, c, h, w = x.shape
+    check(_NN_KERNELS["avg_pool2d_forward", y.dtype](
+        n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
+        divisor_override, _ptr(x), xs, _ptr(y)))
+
+
+def avg_pool2d_backward(dy, dx, window, count_include_pad, divisor_override):
+    (kh, kw), (sh, sw), (ph, pw) = window
+    dy, dys = strided(dy)
+    n, c, h, w = dx.shape
+    check(_NN_KERNELS["avg_pool2d_backward", dx.dtype](
+        n, c, h, w, dy.shape[2], dy.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
+        divisor_override, _ptr(dy), dys, _ptr(dx)))
+
+
+def adaptive_avg_pool2d_forward(x, y):
+    x, xs = strided(x)
+    n, c, h, w = x.shape
+    check(_NN_KERNELS["adaptive_avg_pool2d_forward", y.dtype](
+        n, c, h, w, y.shape[2], y.shape[3], _ptr(x), xs, _ptr(y)))
+
+
+def adaptive_avg_pool2d_backward(dy, dx):
+    dy, dys = strided(dy)
+    n, c, h, w = dx.shape
+    check(_NN_KERNELS["adaptive_avg_pool2d_backward", dx.dtype](
+        n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(dx)))
+
+
+def batch_norm_forward(x, w, b, running_mean, running_var, training, momentum, eps, y, save_mean, save_invstd):
+    """x (n, c, s) read through strides; y (n, c, s) contiguous; running stats
+    (contiguous, or None) updated in place when training."""
+    x, xs = strided(x)
+    w, b = (None if a is None else vector(a) for a in (w, b))
+    n, c, s = x.shape
+    check(_NN_KERNELS["batch_norm_forward", y.dtype](
+        n, c, s, _ptr(x), xs, _ptr(w), _ptr(b), _ptr(running_mean), _ptr(running_var),
+        int(training), float(momentum), float(eps), _ptr(y), _ptr(save_mean), _ptr(save_invstd)))
+
+
+def batch_norm_backward(dy, x, w, save_mean, save_invstd, training, dx, dw, db):
+    dy, dys = strided(dy)
+    x, xs = strided(x)
+    w, save_mean, save_invstd = (None if a is None else vector(a) for a in (w, save_mean, save_invstd))
+    n, c, s = x.shape
+    check(_NN_KERNELS["batch_norm_backward", dy.dtype](
+        n, c, s, _ptr(dy), dys, _ptr(x), xs, _ptr(w), _ptr(save_mean), _ptr(save_invstd), int(training),
+        _ptr(dx), _ptr(dw), _ptr(db)))

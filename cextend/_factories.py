@@ -38,7 +38,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         array = data._data.copy()
     elif isinstance(data, (list, tuple)) and _holds_tensors(data):
         return tensor(_unwrap_nested(data), dtype=dtype, device=device, requires_grad=requires_grad)
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):      # numpy scalars keep their dtype too
+        data = np.asarray(data)
         _dtype.from_numpy(data.dtype)
         array = np.array(data, dtype=data.dtype.newbyteorder("="), copy=True)
     else:
@@ -47,13 +48,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         except ValueError as error:
             raise ValueError("tensor(): could not make a tensor from %r: %s" % (data, error)) from None
         kind = array.dtype.kind
-        if kind == "f":
-            array = array.astype(_dtype.DEFAULT_FLOAT.numpy)
-        elif kind in "iu":
-            array = array.astype(np.int64)
-        elif kind != "b":
+        if kind not in "fiub":
             raise TypeError("tensor(): data must be numbers (or nested lists of numbers), got %s"
                             % type(data).__name__)
+        if dtype is None:       # with a dtype, convert once (no detour through float32)
+            if kind == "f":
+                array = array.astype(_dtype.DEFAULT_FLOAT.numpy)
+            elif kind in "iu":
+                array = array.astype(np.int64)
     if dtype is not None:
         array = array.astype(_numpy_dtype(dtype))
     return _finish(array, requires_grad, device)

@@ -178,3 +178,19 @@ def global_max_pool_backward(grad_values, indices, x_shape):
     grad_x = np.empty(x_shape, dtype)
     _backend.global_max_pool_backward(grad_values, indices, planes, plane_size, grad_x)
     return grad_x
+
+
+# -- convolution, pooling and batch norm (one module each; see their docstrings) --
+from cextend._ops_conv import (conv2d_backward, conv2d_forward, conv_transpose2d_backward,  # noqa: E402
+                               conv_transpose2d_forward)
+from cextend._ops_pool import (adaptive_avg_pool2d_backward, adaptive_avg_pool2d_forward,  # noqa: E402
+                               avg_pool2d_backward, avg_pool2d_forward, max_pool2d_backward,
+                               max_pool2d_forward)
+from cextend._ops_batchnorm import batch_norm_backward, batch_norm_forward  # noqa: E402
+
+__all__ += [
+    "conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
+    "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward",
+    "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward",
+    "batch_norm_forward", "batch_norm_backward",
+]

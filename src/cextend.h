@@ -170,6 +170,194 @@ int cextend_special_f64(int op, int64_t count, const double *x, double *out);
 int cextend_polygamma_f32(int64_t n, int64_t count, const float *x, float *out);
 int cextend_polygamma_f64(int64_t n, int64_t count, const double *x, double *out);
 
+/* ---- 2-D convolution, pooling and batch norm (CNN layers) ----------------
+ * Shared conventions of this section:
+ * - Images are (n, c, h, w).  An input image tensor is read through four
+ *   element strides (an int64_t[4]: batch, channel, row, column), each
+ *   >= 0, so channel-sliced, transposed (channels-last) and broadcast views
+ *   run without a copy.  Every output is C-contiguous.
+ * - The caller gives the output size (h_out, w_out): positions outside the
+ *   input read as zero for convolution and are skipped by pooling, so
+ *   torch's ceil_mode, padding='same' and output_padding are all just a
+ *   choice of output size.
+ * - Results are bitwise identical for any thread count: every output
+ *   element is reduced in one fixed order by one thread.
+ */
+
+/* Convolution (cross-correlation, as torch's conv2d):
+ *   y[b][o][i][j] = bias[o] + sum_{c,p,q} weight[o][c][p][q] *
+ *                   x[b][g*cig + c][i*stride_h - pad_h + p*dilation_h]
+ *                                  [j*stride_w - pad_w + q*dilation_w]
+ * with cig = c_in/groups, cog = c_out/groups and g = o / cog.
+ *   x: (n, c_in, h, w) strided; weight: (c_out, cig, kh, kw) contiguous;
+ *   bias: (c_out) or NULL; y: (n, c_out, h_out, w_out).
+ * Sizes >= 0; kh, kw, strides, dilations and groups >= 1; pads >= 0;
+ * groups divides c_in and c_out.  Runs on the GEMM engine (im2col).
+ * Arguments: 1 n, 2 c_in, 3 h, 4 w, 5 c_out, 6 kh, 7 kw, 8 h_out, 9 w_out,
+ *   10 stride_h, 11 stride_w, 12 pad_h, 13 pad_w, 14 dilation_h,
+ *   15 dilation_w, 16 groups, 17 x, 18 x_strides, 19 weight, 20 bias, 21 y.
+ */
+int cextend_conv2d_forward_f32(int64_t n, int64_t c_in, int64_t h, int64_t w,
+                               int64_t c_out, int64_t kh, int64_t kw, int64_t h_out, int64_t w_out,
+                               int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                               int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                               const float *x, const int64_t *x_strides,
+                               const float *weight, const float *bias, float *y);
+int cextend_conv2d_forward_f64(int64_t n, int64_t c_in, int64_t h, int64_t w,
+                               int64_t c_out, int64_t kh, int64_t kw, int64_t h_out, int64_t w_out,
+                               int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                               int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                               const double *x, const int64_t *x_strides,
+                               const double *weight, const double *bias, double *y);
+
+/* Backward of the convolution above, given dy (n, c_out, h_out, w_out)
+ * read through dy_strides:
+ *   dx (n, c_in, h, w)          = the transposed convolution of dy (NULL: skip)
+ *   dweight (c_out, cig, kh, kw) = sum over b of dy (x) x      (NULL: skip)
+ *   dbias (c_out)               = sum of dy over b, i, j       (NULL: skip)
+ * x is read only for dweight (it may be NULL when dweight is NULL), weight
+ * only for dx (it may be NULL when dx is NULL).  dx alone is torch's
+ * conv_transpose2d of dy without bias.
+ * Arguments: 1-16 as the forward, 17 dy, 18 dy_strides, 19 x, 20 x_strides,
+ *   21 weight, 22 dx, 23 dweight, 24 dbias.
+ */
+int cextend_conv2d_backward_f32(int64_t n, int64_t c_in, int64_t h, int64_t w,
+                                int64_t c_out, int64_t kh, int64_t kw, int64_t h_out, int64_t w_out,
+                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                const float *dy, const int64_t *dy_strides,
+                                const float *x, const int64_t *x_strides, const float *weight,
+                                float *dx, float *dweight, float *dbias);
+int cextend_conv2d_backward_f64(int64_t n, int64_t c_in, int64_t h, int64_t w,
+                                int64_t c_out, int64_t kh, int64_t kw, int64_t h_out, int64_t w_out,
+                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                const double *dy, const int64_t *dy_strides,
+                                const double *x, const int64_t *x_strides, const double *weight,
+                                double *dx, double *dweight, double *dbias);
+
+/* Max pooling (torch's max_pool2d): each output is the max over the window
+ * rows i*stride_h - pad_h + p*dilation_h (p < kh), columns likewise, that
+ * lie inside the image; indices (NULL: skip) gets its flat row*w + column
+ * index in the (h, w) plane.  As torch: a NaN always wins (so the last NaN
+ * of a window), otherwise the first maximum in row-major window order; a
+ * window with no element inside the image gives -inf and the index torch
+ * gives (its first in-range row and column, past the plane's end).
+ * Arguments: 1 n, 2 c, 3 h, 4 w, 5 h_out, 6 w_out, 7 kh, 8 kw, 9 stride_h,
+ *   10 stride_w, 11 pad_h, 12 pad_w, 13 dilation_h, 14 dilation_w, 15 x,
+ *   16 x_strides, 17 y, 18 indices.
+ */
+int cextend_max_pool2d_forward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                   int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                   const float *x, const int64_t *x_strides, float *y, int64_t *indices);
+int cextend_max_pool2d_forward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                   int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                   const double *x, const int64_t *x_strides, double *y, int64_t *indices);
+/* dx (n, c, h, w) = 0, then dx[plane][indices[o]] += dy[o] for every
+ * output o of the plane, in order.  An index outside [0, h*w) (only the
+ * forward's empty windows make one) contributes nothing.
+ * indices: (n, c, h_out, w_out) contiguous.
+ * Arguments: 1 n, 2 c, 3 h, 4 w, 5 h_out, 6 w_out, 7 dy, 8 dy_strides,
+ *   9 indices, 10 dx.
+ */
+int cextend_max_pool2d_backward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                    const float *dy, const int64_t *dy_strides, const int64_t *indices,
+                                    float *dx);
+int cextend_max_pool2d_backward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                    const double *dy, const int64_t *dy_strides, const int64_t *indices,
+                                    double *dx);
+
+/* Average pooling (torch's avg_pool2d): window rows [i*stride_h - pad_h,
+ * + kh) cut at h + pad_h (so ceil_mode windows do not count padding past
+ * it), columns likewise; the sum of its in-image elements is divided by
+ * divisor_override if > 0, else by the window's size including padding
+ * (count_include_pad 1) or its in-image element count (0).  A window with
+ * no in-image element gives 0.  The backward spreads dy[o] / divisor over
+ * the window's in-image elements.
+ * Forward arguments:  1 n, 2 c, 3 h, 4 w, 5 h_out, 6 w_out, 7 kh, 8 kw,
+ *   9 stride_h, 10 stride_w, 11 pad_h, 12 pad_w, 13 count_include_pad,
+ *   14 divisor_override, 15 x, 16 x_strides, 17 y.
+ * Backward: the same with 15 dy, 16 dy_strides, 17 dx (n, c, h, w).
+ */
+int cextend_avg_pool2d_forward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                   int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_h, int64_t pad_w, int count_include_pad, int64_t divisor_override,
+                                   const float *x, const int64_t *x_strides, float *y);
+int cextend_avg_pool2d_forward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                   int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_h, int64_t pad_w, int count_include_pad, int64_t divisor_override,
+                                   const double *x, const int64_t *x_strides, double *y);
+int cextend_avg_pool2d_backward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                    int64_t pad_h, int64_t pad_w, int count_include_pad, int64_t divisor_override,
+                                    const float *dy, const int64_t *dy_strides, float *dx);
+int cextend_avg_pool2d_backward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
+                                    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                    int64_t pad_h, int64_t pad_w, int count_include_pad, int64_t divisor_override,
+                                    const double *dy, const int64_t *dy_strides, double *dx);
+
+/* Adaptive average pooling (torch's adaptive_avg_pool2d): output row i
+ * averages input rows [floor(i*h/h_out), ceil((i+1)*h/h_out)), columns
+ * likewise.  h and w must be >= 1 when the output has elements.  The
+ * backward spreads dy[o] / window size over the window.
+ * Arguments: 1 n, 2 c, 3 h, 4 w, 5 h_out, 6 w_out, 7 x (dy), 8 x_strides
+ *   (dy_strides), 9 y (dx, (n, c, h, w)).
+ */
+int cextend_adaptive_avg_pool2d_forward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out,
+                                            int64_t w_out, const float *x, const int64_t *x_strides, float *y);
+int cextend_adaptive_avg_pool2d_forward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out,
+                                            int64_t w_out, const double *x, const int64_t *x_strides, double *y);
+int cextend_adaptive_avg_pool2d_backward_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out,
+                                             int64_t w_out, const float *dy, const int64_t *dy_strides, float *dx);
+int cextend_adaptive_avg_pool2d_backward_f64(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out,
+                                             int64_t w_out, const double *dy, const int64_t *dy_strides, double *dx);
+
+/* Batch normalisation over (n, c, s) data (s: the product of the spatial
+ * sizes), read through x_strides (an int64_t[3]: batch, channel, spatial).
+ * training 1: mean and biased variance of each channel over its n*s
+ *   values (two passes, accumulated in double), then the running stats,
+ *   when given, are updated in the same call:
+ *     running_mean = (1 - momentum) * running_mean + momentum * mean
+ *     running_var  = (1 - momentum) * running_var + momentum * var * m/(m-1)
+ *   with m = n*s (m >= 1 whenever n*c*s > 0).
+ * training 0: mean and var are running_mean and running_var (required).
+ * y = (x - mean) / sqrt(var + eps) * weight + bias, contiguous (n, c, s);
+ * weight NULL: 1, bias NULL: 0.  save_mean and save_invstd (c each, NULL:
+ * skip) receive the mean and 1/sqrt(var + eps) the backward needs.
+ * Arguments: 1 n, 2 c, 3 s, 4 x, 5 x_strides, 6 weight, 7 bias,
+ *   8 running_mean, 9 running_var, 10 training, 11 momentum, 12 eps, 13 y,
+ *   14 save_mean, 15 save_invstd.
+ */
+int cextend_batch_norm_forward_f32(int64_t n, int64_t c, int64_t s, const float *x, const int64_t *x_strides,
+                                   const float *weight, const float *bias, float *running_mean,
+                                   float *running_var, int training, double momentum, double eps,
+                                   float *y, float *save_mean, float *save_invstd);
+int cextend_batch_norm_forward_f64(int64_t n, int64_t c, int64_t s, const double *x, const int64_t *x_strides,
+                                   const double *weight, const double *bias, double *running_mean,
+                                   double *running_var, int training, double momentum, double eps,
+                                   double *y, double *save_mean, double *save_invstd);
+/* Backward, from the forward's save_mean and save_invstd, with
+ * xhat = (x - mean) * invstd and sums over each channel's n*s values:
+ *   dbias   = sum dy                                       (NULL: skip)
+ *   dweight = sum dy * xhat                                (NULL: skip)
+ *   dx = weight * invstd * (dy - dbias/m - xhat * dweight/m)   training 1
+ *   dx = weight * invstd * dy                                 training 0
+ * (NULL: skip; contiguous (n, c, s)); weight NULL means 1.
+ * Arguments: 1 n, 2 c, 3 s, 4 dy, 5 dy_strides, 6 x, 7 x_strides,
+ *   8 weight, 9 save_mean, 10 save_invstd, 11 training, 12 dx, 13 dweight,
+ *   14 dbias.
+ */
+int cextend_batch_norm_backward_f32(int64_t n, int64_t c, int64_t s, const float *dy, const int64_t *dy_strides,
+                                    const float *x, const int64_t *x_strides, const float *weight,
+                                    const float *save_mean, const float *save_invstd, int training,
+                                    float *dx, float *dweight, float *dbias);
+int cextend_batch_norm_backward_f64(int64_t n, int64_t c, int64_t s, const double *dy, const int64_t *dy_strides,
+                                    const double *x, const int64_t *x_strides, const double *weight,
+                                    const double *save_mean, const double *save_invstd, int training,
+                                    double *dx, double *dweight, double *dbias);
+
 /* ---- CUDA (optional) -------------------------------------------------------
  * Built by nvcc into a separate library (`make cuda`, CEXTEND_CUDA=1) that
  * cextend.cuda loads; the CPU module's cdef stops at the marker below.

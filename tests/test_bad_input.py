@@ -135,7 +135,7 @@ FUNCTION_CASES = {
     "Tensor leaf in-place": (lambda: cx.randn(2, requires_grad=True).add_(1), RuntimeError, r"leaf Variable"),
     "Tensor complex data": (lambda: cx.tensor(np.zeros(2, complex)), TypeError, r"complex"),
     "backward non-scalar": (lambda: (cx.randn(2, requires_grad=True) * 2).backward(), RuntimeError, r"scalar outputs"),
-    "cross_entropy target": (lambda: cx.nn.functional.cross_entropy(T64(2, 3), cx.tensor([0, 3])), IndexError, r"target 3 is out of bounds"),
+    "cross_entropy target": (lambda: cx.nn.functional.cross_entropy(T64(2, 3), cx.tensor([0, 3])), IndexError, r"Target 3 is out of bounds"),
     "set_isa unknown": (lambda: cx.set_isa("mmx"), ValueError, r"^isa must be one of"),
     "set_num_threads zero": (lambda: cx.set_num_threads(0), ValueError, r"^n must be >= 1"),
 }

@@ -78,7 +78,8 @@ def test_load_state_dict_errors():
     bad = m.state_dict()
     bad["fc.weight"] = cx.zeros(4, 3)
     with pytest.raises(RuntimeError, match=r"size mismatch for fc.weight: copying a param with shape "
-                                           r"\[4, 3\] from checkpoint, the shape in current model is \[3, 4\]"):
+                                           r"cextend.Size\(\[4, 3\]\) from checkpoint, the shape in current model is "
+                                           r"cextend.Size\(\[3, 4\]\)"):
         m.load_state_dict(bad)
 
 
@@ -133,9 +134,9 @@ def test_cross_entropy_is_stable_and_checks_targets():
     big = cx.tensor([[1000.0, 0.0], [-1000.0, 0.0]], dtype=cx.double)
     loss = F.cross_entropy(big, cx.tensor([0, 1]))
     assert np.isfinite(loss.item()) and loss.item() == pytest.approx(0.0)
-    with pytest.raises(IndexError, match="target 5 is out of bounds for 2 classes"):
+    with pytest.raises(IndexError, match="Target 5 is out of bounds."):
         F.cross_entropy(big, cx.tensor([0, 5]))
-    with pytest.raises(TypeError, match="integer Tensor of class indices"):
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got Float"):
         F.cross_entropy(big, cx.tensor([0.0, 1.0]))
     assert gradcheck(lambda t: F.cross_entropy(t, cx.tensor([1, 0])), (cx.randn(2, 3, dtype=cx.double, requires_grad=True),))
 

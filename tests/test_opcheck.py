@@ -214,6 +214,7 @@ def test_a_thread_count_dependent_result_fails_determinism(lib):
         return out
     total.register_fake(lambda x: cextend.empty((), dtype=x.dtype))
     threads = cextend.get_num_threads()
+    cextend.manual_seed(0)      # a draw whose 1- and 2-thread sums round differently
     results = opcheck(total, (cextend.randn(1000, dtype=cextend.float64),), raise_exception=False)
     assert set(failing(results)) == {"test_determinism"}
     report = str(results["test_determinism"])

@@ -491,3 +491,15 @@ def test_warnings_from_numpy_do_not_leak_out_of_ops():
         warnings.simplefilter("error")
         (x / 0).log()
         x.log()
+
+
+def test_tensor_from_python_floats_with_float64_keeps_full_precision():
+    value = 0.9186588104776062
+    assert cx.tensor([value], dtype=cx.float64).item() == value
+    assert cx.tensor(value, dtype=cx.double).item() == value
+
+
+def test_tensor_from_a_numpy_scalar_keeps_its_dtype():
+    assert cx.tensor(np.float64(1.5)).dtype == cx.float64
+    assert cx.tensor(np.int32(3)).dtype == cx.int32
+    assert cx.tensor(1.5).dtype == cx.float32

@@ -4,6 +4,7 @@ from cextend._ops import registry
 from cextend._ops import (arithmetic, conversion, einsum, gather_scatter, indexing,  # noqa: F401
                           joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
                           statistics, ternary)
+from cextend._ops import nn_functional  # noqa: F401  (the nn family)
 from cextend._ops.registry import OPS
 
 

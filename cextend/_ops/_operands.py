@@ -60,3 +60,26 @@ def scalar_value(x, op, name):
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Number):
         raise TypeError("%s(): argument '%s' must be a number, not %s" % (op, name, type(x).__name__))
     return x
+
+
+def broadcast_shapes(*shapes):
+    """np.broadcast_shapes with torch's error (a RuntimeError naming the dim)."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise broadcast_error(*shapes) from None
+
+
+def broadcast_error(*shapes):
+    """torch's infer_size message for the first pair of shapes that clash."""
+    current = ()
+    for shape in shapes:
+        ndim = max(len(current), len(shape))
+        a = (1,) * (ndim - len(current)) + tuple(current)
+        b = (1,) * (ndim - len(shape)) + tuple(shape)
+        for i in range(ndim - 1, -1, -1):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                return RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d) at "
+                                    "non-singleton dimension %d" % (a[i], b[i], i))
+        current = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    return RuntimeError("shapes %s cannot be broadcast together" % ", ".join(str(list(s)) for s in shapes))

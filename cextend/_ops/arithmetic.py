@@ -16,8 +16,10 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
+from cextend._ops._layout import torch_layout
 from cextend._ops import samples as S
-from cextend._ops._operands import as_array, is_tensor, operand, require_operand, require_tensor
+from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
+                                    require_tensor)
 from cextend._ops.registry import method, register
 
 
@@ -56,7 +58,18 @@ class Binary:
     def run(self, a, b, rt):
         if self.check is not None:
             self.check(a, b, rt)
-        return quietly(self.compute, as_array(a, rt), as_array(b, rt))
+        try:
+            arrays = [as_array(x, rt) for x in (a, b)]
+            value = quietly(self.compute, *arrays)
+            operands = [x for x in arrays if type(x) is np.ndarray]
+            if len(operands) == 2 and type(value) is np.ndarray and value.ndim > 1:
+                value = torch_layout(value, [x._data for x in (a, b)])
+            return value
+        except ValueError:
+            shapes = [x._data.shape for x in (a, b) if is_tensor(x)]
+            if len(shapes) == 2:
+                broadcast_shapes(*shapes)       # raises torch's RuntimeError if that was it
+            raise
 
     def __call__(self, input, other, out=None):
         # The common case first: a CPU tensor with a tensor of its dtype or a
@@ -82,8 +95,14 @@ class Binary:
                 token = silence()
                 try:
                     value = self.compute(data, raw)
+                except ValueError:
+                    if raw.__class__ is np.ndarray:
+                        broadcast_shapes(data.shape, raw.shape)
+                    raise
                 finally:
                     restore(token)
+                if data.ndim > 1 and type(raw) is np.ndarray and type(value) is np.ndarray:
+                    value = torch_layout(value, (data, raw))
                 result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
@@ -658,6 +677,7 @@ def where(condition, input=None, other=None, *, out=None):
     b = require_operand(other, "where", "other")
     from cextend._promotion import result_type
     rt = result_type(a, b)
+    broadcast_shapes(cond._data.shape, *[x._data.shape for x in (a, b) if is_tensor(x)])
     data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
     if out is not None:
         rec.check_out(out, "where", a, b)
@@ -705,7 +725,7 @@ def _masked_fill_inplace(self, mask, value):
     _check_mask(mask, "masked_fill_")
     value = _fill_value(value, "masked_fill_")
     shape = self._data.shape
-    if np.broadcast_shapes(shape, mask._data.shape) != shape:
+    if broadcast_shapes(shape, mask._data.shape) != shape:
         raise RuntimeError("masked_fill_: mask of shape %s cannot be broadcast to the tensor's shape %s"
                            % (list(mask._data.shape), list(shape)))
     recording = rec.prepare_inplace(self, (value,))
@@ -725,7 +745,7 @@ def masked_fill(input, mask, value):
     _check_mask(mask, "masked_fill")
     x = require_tensor(input, "masked_fill")
     value = _fill_value(value, "masked_fill")
-    shape = np.broadcast_shapes(x._data.shape, mask._data.shape)
+    shape = broadcast_shapes(x._data.shape, mask._data.shape)
     data = np.array(np.broadcast_to(x._data, shape))
     fill = value._data if is_tensor(value) else value
     _check_fill_fits(fill, data.dtype, "masked_fill")

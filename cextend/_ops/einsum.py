@@ -123,7 +123,8 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
-        raise TypeError("einsum(): equation must be a string")
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least "
+                         "one operand and its subscripts list")
     operands = [require_tensor(t, "einsum", "operands") for t in operands]
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")

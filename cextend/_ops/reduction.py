@@ -39,6 +39,8 @@ def reduce_dims(x, dim, op="sum"):
         return tuple(range(n))
     from cextend.tensor import _dim
     normalized = [_dim(d, n) for d in dims]
+    if n == 0:
+        return ()       # dim 0 or -1 of a 0-d tensor: nothing to reduce (as torch)
     if len(set(normalized)) != len(normalized):
         repeated = next(d for d in normalized if normalized.count(d) > 1)
         raise RuntimeError("dim %d appears multiple times in the list of dims" % repeated)
@@ -125,13 +127,15 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                                "Optional" if dtype is not None else "Input", _torch_name(rt)))
     dims = reduce_dims(x, dim)
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = _array(quietly(lambda: data.mean(axis=dims, keepdims=keepdim)), rt)
+    count = 1
+    for d in dims:
+        count *= data.shape[d]
+    # sum / count (numpy's mean warns "Mean of empty slice"; torch gives NaN silently)
+    result = _array(quietly(lambda: np.true_divide(data.sum(axis=dims, keepdims=keepdim), count)
+                            .astype(rt, copy=False)), rt)
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean")
-    count = 1
-    for d in dims:
-        count *= x._data.shape[d]
     from cextend.tensor import _wrap
     return _record_reduce(_MeanNode, x, _wrap(result), dims, keepdim, count=count)
 

@@ -366,7 +366,8 @@ register("broadcast_to", broadcast_to, samples=lambda rng: iter([Sample(rng.stan
 
 
 def broadcast_tensors(*tensors):
-    shape = np.broadcast_shapes(*(t._data.shape for t in tensors))
+    from cextend._ops._operands import broadcast_shapes
+    shape = broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 

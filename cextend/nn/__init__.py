@@ -5,5 +5,33 @@ from cextend.nn.layers import (CrossEntropyLoss, Identity, Linear, MSELoss, NLLL
 from cextend.nn.module import Module
 from cextend.nn.parameter import Parameter
 
+from cextend.nn.activation import (CELU, ELU, GELU, SELU, Hardtanh, LeakyReLU, LogSigmoid,  # noqa: E402
+                                   LogSoftmax, Mish, ReLU6, SiLU, Softmax, Softmin, Softplus)
+from cextend.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: E402
+from cextend.nn.flatten import Flatten, Unflatten  # noqa: E402
+from cextend.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L1Loss,  # noqa: E402
+                             SmoothL1Loss)
+from cextend.nn.normalization import LayerNorm  # noqa: E402
+from cextend.nn.sparse import Embedding  # noqa: E402
+
 __all__ = ["Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Sequential",
            "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional"]
+__all__ += ["Softmax", "LogSoftmax", "Softmin", "GELU", "LeakyReLU", "ELU", "CELU", "SELU", "Softplus",
+            "SiLU", "Mish", "Hardtanh", "ReLU6", "LogSigmoid", "LayerNorm", "Dropout", "Dropout1d",
+            "Dropout2d", "Dropout3d", "Embedding",
+            "Flatten", "Unflatten", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+            "KLDivLoss"]
+
+# CNN layers (cextend/nn/{conv,pooling,batchnorm}.py).
+from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402
+from cextend.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: E402
+from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+            "BatchNorm1d", "BatchNorm2d"]
+from cextend.nn import init, utils  # noqa: E402
+
+__all__ += ["init", "utils"]
+from cextend.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
+
+__all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]

@@ -1,15 +1,32 @@
-"""Functional forms of the layers: linear, relu, log_softmax, losses."""
-import numpy as np
+"""Functional forms of the layers (torch.nn.functional): linear, activations,
+softmax, normalisation, dropout, embedding and the losses.
 
-from cextend.autograd.function import Function
-from cextend.tensor import Tensor, _dim, _wrap
+The ops themselves are entries of the op table (cextend/_ops/nn_*.py);
+this module gives them torch.nn.functional's names and signatures.
+"""
+import math
+import warnings
+
+from cextend._ops.linalg import linear  # noqa: F401  (input (*, in) . weight^T + bias, on the C kernels)
+from cextend._ops.nn_activation import (celu, celu_, elu, elu_, gelu, hardtanh, hardtanh_,  # noqa: F401
+                                        leaky_relu, leaky_relu_, logsigmoid, mish, relu6, selu, selu_,
+                                        silu, softplus)
+from cextend._ops.nn_activation import log_softmax as _log_softmax
+from cextend._ops.nn_activation import softmax as _softmax
+from cextend._ops.nn_classification import cross_entropy, nll_loss  # noqa: F401
+from cextend._ops.nn_layers import (dropout, dropout1d, dropout2d, dropout3d, embedding,  # noqa: F401
+                                    layer_norm, normalize, one_hot)
+from cextend._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
+                                  huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
+from cextend.tensor import Tensor
 
 
-from cextend._ops.linalg import linear  # noqa: E402,F401  (input (*, in) . weight^T + bias, on the C kernels)
+def relu(input, inplace=False):
+    return input.relu_() if inplace else input.relu()
 
 
-def relu(input):
-    return input.relu()
+def relu_(input):
+    return input.relu_()
 
 
 def tanh(input):
@@ -20,68 +37,124 @@ def sigmoid(input):
     return input.sigmoid()
 
 
-class LogSoftmax(Function):
-    """log(softmax(x)) along dim, computed stably by shifting by the max."""
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        data = x._data
-        shifted = data - np.max(data, axis=dim, keepdims=True) if data.size else data
-        out = _wrap(shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True)))
-        ctx.dim = dim
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        # d/dx: g - softmax * sum(g), written in Tensor ops so it differentiates again.
-        return g - out.exp() * g.sum(ctx.dim, keepdim=True), None
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn("Implicit dimension choice for %s has been deprecated. Change the call to include "
+                  "dim=X as an argument." % name, UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
-def log_softmax(input, dim):
-    return LogSoftmax.apply(input, _dim(dim, input.dim()))
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim; dim=None picks one with torch's deprecation warning."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    return _softmax(input, dim, dtype)
 
 
-def softmax(input, dim):
-    return log_softmax(input, dim).exp()
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) along dim; dim=None picks one with torch's deprecation warning."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return _log_softmax(input, dim, dtype)
 
 
-def _reduce(loss, reduction):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError("reduction must be 'mean', 'sum' or 'none', got %r" % (reduction,))
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return _softmax(-input, dim, dtype)
 
 
-def mse_loss(input, target, reduction="mean"):
-    if input.shape != target.shape:
-        raise ValueError("mse_loss: input shape %s and target shape %s must match"
-                         % (list(input.shape), list(target.shape)))
-    diff = input - target
-    return _reduce(diff * diff, reduction)
+# -- convolution, pooling and batch norm (cextend/functions/{conv,pooling,batchnorm}.py) --
+
+from cextend._nn_shapes import single as _single  # noqa: E402
+from cextend.functions.batchnorm import BatchNormFunction as _BatchNorm  # noqa: E402
+from cextend.functions.conv import Conv2dFunction as _Conv2d  # noqa: E402
+from cextend.functions.conv import ConvTranspose2dFunction as _ConvTranspose2d  # noqa: E402
+from cextend.functions.pooling import AdaptiveAvgPool2dFunction as _AdaptiveAvgPool2d  # noqa: E402
+from cextend.functions.pooling import AvgPool2dFunction as _AvgPool2d  # noqa: E402
+from cextend.functions.pooling import MaxPool2dFunction as _MaxPool2d  # noqa: E402
 
 
-def nll_loss(input, target, reduction="mean"):
-    """Negative log-likelihood of class indices: input (N, C) log-probabilities, target (N,) int64."""
-    if not isinstance(target, Tensor) or target.dtype.is_floating_point or target.dtype.name == "bool":
-        raise TypeError("nll_loss: target must be an integer Tensor of class indices, got %s"
-                        % (target.dtype.name if isinstance(target, Tensor) else type(target).__name__))
-    if input.dim() != 2 or target.dim() != 1 or target.shape[0] != input.shape[0]:
-        raise ValueError("nll_loss: expected input (N, C) and target (N,), got %s and %s"
-                         % (list(input.shape), list(target.shape)))
-    classes = input.shape[1]
-    labels = target._data
-    if labels.size and (labels.min() < 0 or labels.max() >= classes):
-        bad = labels[(labels < 0) | (labels >= classes)][0]
-        raise IndexError("nll_loss: target %d is out of bounds for %d classes" % (bad, classes))
-    picked = input[np.arange(labels.shape[0]), labels]
-    return _reduce(-picked, reduction)
+def _tensor(value, name, op):
+    if not isinstance(value, Tensor):
+        raise TypeError("%s(): argument '%s' must be a Tensor, not %s" % (op, name, type(value).__name__))
+    return value
 
 
-def cross_entropy(input, target, reduction="mean"):
-    """Softmax cross-entropy from logits (N, C) and class indices (N,)."""
-    return nll_loss(log_softmax(input, 1), target, reduction)
+def _batched(input, op, batched_dim, what):
+    """(input with a batch dimension, whether one was added), as torch
+    accepts unbatched inputs of one dimension less."""
+    _tensor(input, "input", op)
+    if input.dim() == batched_dim:
+        return input, False
+    if input.dim() == batched_dim - 1:
+        return input.unsqueeze(0), True
+    raise ValueError("%s: expected %dD (unbatched) or %dD (batched) input %s, but got input of size: %s"
+                     % (op, batched_dim - 1, batched_dim, what, list(input.shape)))
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch's conv2d: input (N, C_in, H, W) or (C_in, H, W); padding an int,
+    a pair, 'valid' or 'same'."""
+    x, unbatched = _batched(input, "conv2d", 4, "(N, C_in, H, W)")
+    y = _Conv2d.apply(x, _tensor(weight, "weight", "conv2d"), bias, stride, padding, dilation, groups)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch's conv1d, as a conv2d over (N, C_in, 1, L) with a (1, k) kernel."""
+    x, unbatched = _batched(input, "conv1d", 3, "(N, C_in, L)")
+    _tensor(weight, "weight", "conv1d")
+    if weight.dim() != 3:
+        raise ValueError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
+    pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    y = _Conv2d.apply(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
+                      (1, _single(dilation, "dilation")), groups).squeeze(2)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """torch's conv_transpose2d: weight (C_in, C_out/groups, kH, kW)."""
+    x, unbatched = _batched(input, "conv_transpose2d", 4, "(N, C_in, H, W)")
+    y = _ConvTranspose2d.apply(x, _tensor(weight, "weight", "conv_transpose2d"), bias, stride, padding,
+                               output_padding, groups, dilation)
+    return y.squeeze(0) if unbatched else y
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch's max_pool2d; with return_indices, (values, int64 indices)."""
+    x, unbatched = _batched(input, "max_pool2d", 4, "(N, C, H, W)")
+    values, indices = _MaxPool2d.apply(x, kernel_size, stride, padding, dilation, ceil_mode)
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    x, unbatched = _batched(input, "avg_pool2d", 4, "(N, C, H, W)")
+    y = _AvgPool2d.apply(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return y.squeeze(0) if unbatched else y
+
+
+def adaptive_avg_pool2d(input, output_size):
+    x, unbatched = _batched(input, "adaptive_avg_pool2d", 4, "(N, C, H, W)")
+    y = _AdaptiveAvgPool2d.apply(x, output_size)
+    return y.squeeze(0) if unbatched else y
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-05):
+    """torch's batch_norm over input (N, C, *): batch statistics when
+    training (updating the running stats given), else the running stats."""
+    _tensor(input, "input", "batch_norm")
+    if input.dim() < 2:
+        raise ValueError("batch_norm: input must be (N, C, *), got shape %s" % (list(input.shape),))
+    if training and input.shape[0] * math.prod(input.shape[2:]) == 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input size %s"
+                         % (input.shape,))
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    return _BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)
+
+from cextend.nn import _op_entries  # noqa: E402,F401  (the op table's entries for the ops above)

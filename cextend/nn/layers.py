@@ -1,4 +1,4 @@
-"""Layers: Linear (on the C kernels), activations, Sequential, losses."""
+"""Layers: Linear (on the C kernels), Identity, Sequential."""
 import math
 from collections import OrderedDict
 
@@ -7,6 +7,8 @@ import numpy as np
 from cextend import _factories
 from cextend.autograd.grad_mode import no_grad
 from cextend.nn import functional as F
+from cextend.nn.activation import ReLU, Sigmoid, Tanh  # noqa: F401  (moved; old import path)
+from cextend.nn.loss import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401  (moved; old import path)
 from cextend.nn.module import Module
 from cextend.nn.parameter import Parameter
 
@@ -54,21 +56,6 @@ class Linear(Module):
             self.in_features, self.out_features, self.bias is not None)
 
 
-class ReLU(Module):
-    def forward(self, input):
-        return input.relu()
-
-
-class Tanh(Module):
-    def forward(self, input):
-        return input.tanh()
-
-
-class Sigmoid(Module):
-    def forward(self, input):
-        return input.sigmoid()
-
-
 class Identity(Module):
     def forward(self, input):
         return input
@@ -106,35 +93,3 @@ class Sequential(Module):
     def append(self, module):
         self.add_module(str(len(self._modules)), module)
         return self
-
-
-class MSELoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.mse_loss(input, target, self.reduction)
-
-    def extra_repr(self):
-        return "reduction=%s" % self.reduction if self.reduction != "mean" else ""
-
-
-class CrossEntropyLoss(Module):
-    """Softmax cross-entropy from logits (N, C) and int64 class indices (N,)."""
-
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, self.reduction)
-
-
-class NLLLoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.nll_loss(input, target, self.reduction)

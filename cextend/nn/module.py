@@ -1,208 +1,542 @@
-"""Module: the base class of layers, with parameter/buffer/child registration."""
+"""Module: the base class of layers, with torch.nn.Module's rules.
+
+- Attribute assignment registers Parameters, sub-Modules and buffers, and
+  a new kind of value under an existing name replaces the old one
+  everywhere (a submodule assigned over a buffer removes the buffer).
+- `__call__` runs forward pre-hooks, `forward`, then forward hooks, with
+  torch's rules for what a hook may return.
+- state_dict / load_state_dict(strict, assign) with torch's keys, errors
+  and `IncompatibleKeys` result; `to` / `float` / `double` / `half` /
+  `cuda` / `cpu` convert parameters in place (their identity is kept, so
+  an optimizer built earlier still holds them).
+
+One class, as torch's, so that its parts (registration, traversal, calls,
+state, conversion) read against torch's Module section by section.
+"""
+import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
-import numpy as np
-
+from cextend.autograd.grad_mode import no_grad
 from cextend.nn.parameter import Parameter
-from cextend.tensor import Tensor, _wrap
+from cextend.tensor import Tensor
+from cextend.utils.hooks import RemovableHandle
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(text, spaces):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    first = lines.pop(0)
+    return first + "\n" + "\n".join((spaces * " ") + line if line.strip() else "" for line in lines)
+
+
+_TENSOR_TYPES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                 "int64": "LongTensor", "int32": "IntTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _legacy_type_name(t):
+    """torch.typename of a tensor: cextend.FloatTensor, cextend.cuda.DoubleTensor, ..."""
+    prefix = "cextend.cuda." if t.device.type == "cuda" else "cextend."
+    return prefix + _TENSOR_TYPES.get(t.dtype.name, "Tensor")
+
+
+def _typename(obj):
+    """torch.typename: legacy tensor type names, module-qualified class names otherwise."""
+    if isinstance(obj, Tensor):
+        return _legacy_type_name(obj)
+    module = type(obj).__module__
+    return type(obj).__qualname__ if module == "builtins" else module + "." + type(obj).__qualname__
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks",
+               "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
 
 class Module:
-    """Subclass and define forward(); assign Parameters and Modules as attributes."""
+    """Subclass and define forward(); assign Parameters, Modules and buffers as attributes."""
 
-    def __init__(self):
-        object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("{}.__init__() got an unexpected keyword argument '{}'".format(
+                type(self).__name__, next(iter(kwargs))))
+        if args:
+            raise TypeError("{}.__init__() takes 1 positional argument but {} were given".format(
+                type(self).__name__, len(args) + 1))
+        set_ = object.__setattr__
+        set_(self, "training", True)
+        set_(self, "_parameters", {})
+        set_(self, "_buffers", {})
+        set_(self, "_non_persistent_buffers_set", set())
+        for name in _HOOK_DICTS:
+            set_(self, name, OrderedDict())
+        set_(self, "_modules", {})
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("Module [%s] is missing the required \"forward\" function"
                                   % type(self).__name__)
 
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
-
-    # -- registration -------------------------------------------------------
-    def _check_ready(self):
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameters or modules before Module.__init__() call")
+    # -- registration -----------------------------------------------------
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add state that is not a parameter (in state_dict unless persistent=False)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError("buffer name should be a string. Got {}".format(_typename(name)))
+        if "." in name:
+            raise KeyError("buffer name can't contain \".\"")
+        if name == "":
+            raise KeyError("buffer name can't be empty string \"\"")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError("attribute '{}' already exists".format(name))
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError("cannot assign '{}' object to buffer '{}' (cextend Tensor or None required)"
+                            .format(_typename(tensor), name))
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name, param):
-        """Add a parameter (or None, which keeps the name as an empty slot)."""
-        self._check_ready()
-        _check_name(name, self, "parameter")
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError("cannot assign '%s' object to parameter '%s' (cextend.nn.Parameter or None "
-                            "required)" % (type(param).__name__, name))
-        self._parameters[name] = param
-
-    def register_buffer(self, name, tensor, persistent=True):
-        """Add state that is not a parameter (saved in state_dict if persistent)."""
-        self._check_ready()
-        _check_name(name, self, "buffer")
-        if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError("cannot assign '%s' object to buffer '%s' (cextend Tensor or None required)"
-                            % (type(tensor).__name__, name))
-        self._buffers[name] = tensor
-        if not persistent:
-            self.__dict__.setdefault("_non_persistent", set()).add(name)
+        """Add a parameter (None keeps the name as an empty slot, left out of state_dict)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError("parameter name should be a string. Got {}".format(_typename(name)))
+        if "." in name:
+            raise KeyError("parameter name can't contain \".\"")
+        if name == "":
+            raise KeyError("parameter name can't be empty string \"\"")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError("attribute '{}' already exists".format(name))
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError("cannot assign '{}' object to parameter '{}' (cextend.nn.Parameter or None "
+                            "required)".format(_typename(param), name))
+        elif param.grad_fn is not None:
+            raise ValueError("Cannot assign non-leaf Tensor to parameter '{0}'. Model parameters must be "
+                             "created explicitly. To express '{0}' as a function of another Tensor, compute "
+                             "the value in the forward() method.".format(name))
+        else:
+            self._parameters[name] = param
 
     def add_module(self, name, module):
-        self._check_ready()
-        if module is not None and not isinstance(module, Module):
-            raise TypeError("%s is not a Module subclass" % type(module).__name__)
-        _check_name(name, self, "module")
+        """Add a child module (None keeps the name as an empty slot)."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError("{} is not a Module subclass".format(_typename(module)))
+        if not isinstance(name, str):
+            raise TypeError("module name should be a string. Got {}".format(_typename(name)))
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError("attribute '{}' already exists".format(name))
+        if "." in name:
+            raise KeyError("module name can't contain \".\", got: {}".format(name))
+        if name == "":
+            raise KeyError("module name can't be empty string \"\"")
         self._modules[name] = module
 
-    register_module = add_module
-
-    def __setattr__(self, name, value):
-        params = self.__dict__.get("_parameters")
-        if isinstance(value, Parameter):
-            self._check_ready()
-            self.__dict__.pop(name, None)
-            self._buffers.pop(name, None)
-            self._modules.pop(name, None)
-            self.register_parameter(name, value)
-        elif params is not None and name in params:
-            if value is not None:
-                raise TypeError("cannot assign '%s' as parameter '%s' (cextend.nn.Parameter or None "
-                                "expected)" % (type(value).__name__, name))
-            params[name] = None
-        elif isinstance(value, Module):
-            self._check_ready()
-            self.__dict__.pop(name, None)
-            self._parameters.pop(name, None)
-            self._modules[name] = value
-        elif self.__dict__.get("_modules") is not None and name in self._modules:
-            if value is not None:
-                raise TypeError("cannot assign '%s' as child module '%s' (cextend.nn.Module or None "
-                                "expected)" % (type(value).__name__, name))
-            self._modules[name] = None
-        elif self.__dict__.get("_buffers") is not None and name in self._buffers:
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError("cannot assign '%s' as buffer '%s' (cextend Tensor or None expected)"
-                                % (type(value).__name__, name))
-            self._buffers[name] = value
-        else:
-            object.__setattr__(self, name, value)
+    def register_module(self, name, module):
+        self.add_module(name, module)
 
     def __getattr__(self, name):
         d = self.__dict__
         for store in ("_parameters", "_buffers", "_modules"):
             if store in d and name in d[store]:
                 return d[store][name]
-        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+        raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, name))
+
+    def __setattr__(self, name, value):
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError("cannot assign '{}' as parameter '{}' (cextend.nn.Parameter or None expected)"
+                                .format(_typename(value), name))
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError("cannot assign '{}' as child module '{}' (cextend.nn.Module or None "
+                                    "expected)".format(_typename(value), name))
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError("cannot assign '{}' as buffer '{}' (cextend.Tensor or None expected)"
+                                        .format(_typename(value), name))
+                    self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
+                else:
+                    object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
-        for store in ("_parameters", "_buffers", "_modules"):
-            if name in self.__dict__.get(store, ()):
-                del self.__dict__[store][name]
-                return
-        object.__delattr__(self, name)
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
 
-    # -- traversal ------------------------------------------------------------
-    def named_modules(self, memo=None, prefix=""):
-        memo = set() if memo is None else memo
-        if id(self) in memo:
-            return
-        memo.add(id(self))
-        yield prefix, self
-        for name, child in self._modules.items():
-            if child is not None:
-                yield from child.named_modules(memo, prefix + ("." if prefix else "") + name)
+    def _get_name(self):
+        return type(self).__name__
 
-    def modules(self):
-        for _, module in self.named_modules():
+    def get_submodule(self, target):
+        """The submodule at a dotted path ("" is self); AttributeError naming the step that fails."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def set_submodule(self, target, module, strict=False):
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError("`module` is not an nn.Module, found {}".format(type(module)))
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def get_parameter(self, target):
+        module_path, _, param_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, param_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        param = getattr(mod, param_name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        module_path, _, buffer_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, buffer_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        buffer = getattr(mod, buffer_name)
+        if buffer_name not in mod._buffers:
+            raise AttributeError("`" + buffer_name + "` is not a buffer")
+        return buffer
+
+    # -- traversal --------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if self not in memo:
+            if remove_duplicate:
+                memo.add(self)
+            yield prefix, self
+            for name, module in self._modules.items():
+                if module is None:
+                    continue
+                submodule_prefix = prefix + ("." if prefix else "") + name
+                yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
+
+    def modules(self, remove_duplicate=True):
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self):
-        seen = set()
-        for name, child in self._modules.items():
-            if child is not None and id(child) not in seen:
-                seen.add(id(child))
-                yield name, child
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in memo:
+                memo.add(module)
+                yield name, module
 
     def children(self):
-        for _, child in self.named_children():
-            yield child
+        for _, module in self.named_children():
+            yield module
 
-    def _named_members(self, store, prefix, recurse):
-        seen = set()
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
         for module_prefix, module in modules:
-            for name, value in getattr(module, store).items():
-                if value is None or id(value) in seen:
+            for k, v in get_members(module):
+                if v is None or v in memo:
                     continue
-                seen.add(id(value))
-                yield module_prefix + ("." if module_prefix else "") + name, value
+                if remove_duplicate:
+                    memo.add(v)
+                yield module_prefix + ("." if module_prefix else "") + k, v
 
-    def named_parameters(self, prefix="", recurse=True):
-        return self._named_members("_parameters", prefix, recurse)
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
 
-    def named_buffers(self, prefix="", recurse=True):
-        return self._named_members("_buffers", prefix, recurse)
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
-        for _, b in self.named_buffers(recurse=recurse):
-            yield b
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
 
-    # -- state --------------------------------------------------------------
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
-        """An ordered name -> tensor mapping of parameters and persistent buffers."""
-        destination = OrderedDict() if destination is None else destination
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        skip = self.__dict__.get("_non_persistent", ())
-        for name, b in self._buffers.items():
-            if b is not None and name not in skip:
-                destination[prefix + name] = b if keep_vars else b.detach()
-        for name, child in self._modules.items():
-            if child is not None:
-                child.state_dict(destination, prefix + name + ".", keep_vars)
+    # -- calls and hooks --------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a non-tuple is wrapped in one);
+        with_kwargs: hook(module, args, kwargs) -> None or (new_args, new_kwargs)."""
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output (with_kwargs: hook(module, args,
+        kwargs, output)); always_call: run it even when forward raises."""
+        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
+                                                                  self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def __call__(self, *args, **kwargs):
+        if not (self._forward_hooks or self._forward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        result = None
+        called_always = set()
+        try:
+            for hook_id, hook in list(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    new = hook(self, args, kwargs)
+                    if new is not None:
+                        if isinstance(new, tuple) and len(new) == 2:
+                            args, kwargs = new
+                        else:
+                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                               "new_kwargs), but got {}.".format(new))
+                else:
+                    new = hook(self, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called:
+                    called_always.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs:
+                    new = hook(self, args, kwargs, result)
+                else:
+                    new = hook(self, args, result)
+                if new is not None:
+                    result = new
+            return result
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
+                    try:
+                        if hook_id in self._forward_hooks_with_kwargs:
+                            new = hook(self, args, kwargs, result)
+                        else:
+                            new = hook(self, args, result)
+                        if new is not None:
+                            result = new
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that "
+                                      "was silenced as another error was raised in forward: {}".format(e),
+                                      stacklevel=2)
+            raise
+
+    # -- state_dict -------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An ordered name -> tensor mapping of parameters and persistent buffers (detached
+        tensors sharing the parameters' storage, unless keep_vars)."""
+        if args:
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                          " for details.", FutureWarning, stacklevel=2)
+            if destination is None and len(args) > 0:
+                destination = args[0]
+            if prefix == "" and len(args) > 1:
+                prefix = args[1]
+            if keep_vars is False and len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            if hook(self, destination, prefix, {}) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy values in; with strict, missing or unexpected keys raise."""
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            array = value._data if isinstance(value, Tensor) else np.asarray(value)
-            if tuple(array.shape) != tuple(target.shape):
-                errors.append("size mismatch for %s: copying a param with shape %s from checkpoint, the "
-                              "shape in current model is %s." % (key, list(array.shape), list(target.shape)))
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: %s. " % ", ".join('"%s"' % k for k in unexpected))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: %s. " % ", ".join('"%s"' % k for k in missing))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for %s:\n\t%s"
-                               % (type(self).__name__, "\n\t".join(errors)))
-        for key, target in own.items():
-            if key in state_dict:
-                value = state_dict[key]
-                target._data[...] = value._data if isinstance(value, Tensor) else np.asarray(value)
-                target._bump_version()
-        return _IncompatibleKeys(missing, unexpected)
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, run after this module's entries
+        are added; it may edit state_dict in place."""
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
 
-    # -- modes and utilities ------------------------------------------------
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs), run before this module's entries are loaded."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = lambda *args: hook(self, *args)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, run after load_state_dict (may edit the key lists)."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
+                       if v is not None}
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            input_param = state_dict[key]
+            if not isinstance(input_param, Tensor):
+                error_msgs.append('While copying the parameter named "{}", expected cextend.Tensor or '
+                                  'Tensor-like object from checkpoint but received {}'.format(key, type(input_param)))
+                continue
+            if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
+                input_param = input_param[0]          # 0.3-era checkpoints stored scalars as [1]
+            if input_param.shape != param.shape:
+                error_msgs.append("size mismatch for {}: copying a param with shape {} from checkpoint, the "
+                                  "shape in current model is {}.".format(key, input_param.shape, param.shape))
+                continue
+            try:
+                with no_grad():
+                    if assign:
+                        if isinstance(param, Parameter):
+                            if not isinstance(input_param, Parameter):
+                                input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                            else:
+                                input_param.requires_grad_(param.requires_grad)
+                        setattr(self, name, input_param)
+                    else:
+                        param.copy_(input_param)
+            except Exception as ex:
+                error_msgs.append('While copying the parameter named "{}", whose dimensions in the model are {} '
+                                  'and whose dimensions in the checkpoint are {}, an exception occurred : {}.'
+                                  .format(key, param.size(), input_param.size(), ex.args))
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    input_name = key[len(prefix):].split(".", 1)
+                    if len(input_name) > 1:
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy parameters and buffers in from state_dict.  Returns IncompatibleKeys(missing_keys,
+        unexpected_keys); with strict, any such key is an error.  A shape mismatch is always one.
+        assign=True makes the module hold the given tensors instead of copying into its own."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError("Expected state_dict to be dict-like, got {}.".format(type(state_dict)))
+        missing_keys, unexpected_keys, error_msgs = [], [], []
+        state_dict = OrderedDict(state_dict)
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {"assign_to_params_buffers": True} if assign else {}
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
+                                         unexpected_keys, error_msgs)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)},
+                         child_prefix)
+            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be "
+                                         "modified, it should be done inplace.")
+
+        load(self, state_dict)
+        if strict:
+            if unexpected_keys:
+                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join('"{}"'.format(k) for k in unexpected_keys)))
+            if missing_keys:
+                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join('"{}"'.format(k) for k in missing_keys)))
+        if error_msgs:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(error_msgs)))
+        return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    # -- modes ------------------------------------------------------------
     def train(self, mode=True):
-        for module in self.modules():
-            object.__setattr__(module, "training", bool(mode))
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self):
@@ -220,95 +554,130 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
-                p.grad._data[...] = 0
-                p.grad._bump_version()
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
 
     def apply(self, fn):
-        for child in self.children():
-            child.apply(fn)
+        """fn(module) for every submodule (children first), then for self; returns self."""
+        for module in self.children():
+            module.apply(fn)
         fn(self)
         return self
 
-    def _cast(self, numpy_dtype):
-        for module in self.modules():
-            for store in (module._parameters, module._buffers):
-                for t in store.values():
-                    if t is not None and t.is_floating_point():
-                        t._data = t._data.astype(numpy_dtype)
-                        if t.grad is not None:
-                            t.grad = _wrap(t.grad._data.astype(numpy_dtype))
+    # -- conversion -------------------------------------------------------
+    def _apply(self, fn, recurse=True):
+        """Convert every parameter, gradient and buffer with fn.  Parameters and their
+        gradients keep their identity (their data is replaced, as torch's `.data =`)."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for param in self._parameters.values():
+            if param is None:
+                continue
+            with no_grad():
+                param.data = fn(param)
+            if param.grad is not None:
+                with no_grad():
+                    param.grad.data = fn(param.grad)
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
         return self
 
-    def _move(self, device_type):
-        """Parameters, buffers and their grads to "cuda" or "cpu", in place."""
-        from cextend._device import DeviceArray
-        from cextend.device import as_device
-        as_device(device_type).require_available("Module.to")
+    def to(self, *args, **kwargs):
+        """to(dtype), to(device), to(device, dtype), to(tensor): floating parameters and buffers
+        take the dtype, everything takes the device."""
+        device, dtype = _parse_to(args, kwargs)
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            "dtype={}".format(dtype))
 
-        def moved(array):
-            on_device = type(array) is DeviceArray
-            if device_type == "cuda":
-                return array if on_device else DeviceArray.from_host(array)
-            return array.to_host() if on_device else array
+        def convert(t):
+            target = dtype if (dtype is not None and t.is_floating_point()) else None
+            if device is not None:
+                t = t.to(device=device)
+            return t.to(dtype=target) if target is not None else t
 
-        for module in self.modules():
-            for store in (module._parameters, module._buffers):
-                for t in store.values():
-                    if t is not None:
-                        t._data = moved(t._data)
-                        if t.grad is not None:
-                            t.grad = _wrap(moved(t.grad._data))
-        return self
+        return self._apply(convert)
 
-    def cuda(self):
-        return self._move("cuda")
+    def cuda(self, device=None):
+        target = "cuda" if device is None else "cuda:%d" % device if isinstance(device, int) else device
+        return self._apply(lambda t: t.to(device=target))
 
     def cpu(self):
-        return self._move("cpu")
+        return self._apply(lambda t: t.cpu())
 
-    def to(self, dtype=None, device=None):
-        from cextend import _dtype
-        from cextend.device import as_device
-        if isinstance(dtype, str) and dtype.startswith(("cpu", "cuda")):
-            dtype, device = None, dtype
-        if device is not None:
-            self._move(as_device(device).type)
-        return self if dtype is None else self._cast(_dtype.as_dtype(dtype).numpy)
+    def type(self, dst_type):
+        return self._apply(lambda t: t.to(dtype=dst_type))
 
-    def double(self):
-        return self._cast(np.float64)
+    def _cast_floating(self, dtype):
+        return self._apply(lambda t: t.to(dtype=dtype) if t.is_floating_point() else t)
 
     def float(self):
-        return self._cast(np.float32)
+        from cextend import _dtype
+        return self._cast_floating(_dtype.float32)
 
+    def double(self):
+        from cextend import _dtype
+        return self._cast_floating(_dtype.float64)
+
+    def half(self):
+        from cextend import _dtype
+        return self._cast_floating(_dtype.float16)
+
+    # -- printing ---------------------------------------------------------
     def extra_repr(self):
         """Override to show a layer's settings inside its repr."""
         return ""
 
     def __repr__(self):
-        lines = []
-        extra = self.extra_repr()
-        if extra:
-            lines.extend(extra.split("\n"))
-        for name, child in self._modules.items():
-            child_repr = repr(child).replace("\n", "\n  ")
-            lines.append("(%s): %s" % (name, child_repr))
-        if not lines:
-            return type(self).__name__ + "()"
-        if len(lines) == 1 and not self._modules:
-            return "%s(%s)" % (type(self).__name__, lines[0])
-        return "%s(\n  %s\n)" % (type(self).__name__, "\n  ".join(lines))
+        extra_lines = []
+        extra_repr = self.extra_repr()
+        if extra_repr:
+            extra_lines = extra_repr.split("\n")
+        child_lines = ["(" + key + "): " + _addindent(repr(module), 2) for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        main_str = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main_str += extra_lines[0]
+            else:
+                main_str += "\n  " + "\n  ".join(lines) + "\n"
+        return main_str + ")"
 
     def __dir__(self):
-        return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers)
-                      | set(self._modules))
+        attrs = [key for key in object.__dir__(self) if not key[0].isdigit()]
+        return sorted(set(attrs) | set(self._parameters) | set(self._modules) | set(self._buffers))
 
 
-def _check_name(name, module, what):
-    if not isinstance(name, str):
-        raise TypeError("%s name should be a string, got %s" % (what, type(name).__name__))
-    if not name or "." in name:
-        raise KeyError("%s name can't be empty or contain \".\", got %r" % (what, name))
-    if name in module.__dict__ and not any(name in module.__dict__[s] for s in
-                                           ("_parameters", "_buffers", "_modules")):
-        raise KeyError("attribute '%s' already exists" % name)
+def _parse_to(args, kwargs):
+    """(device, dtype) from Module.to's argument forms."""
+    from cextend import _dtype
+    from cextend.device import as_device
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError("to() received an invalid combination of arguments: unexpected keyword(s) %s"
+                        % ", ".join(sorted(kwargs)))
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, bool):
+            continue                                   # non_blocking
+        elif isinstance(arg, int):
+            device = "cuda:%d" % arg                   # an index means a CUDA device, as in torch
+        elif isinstance(arg, str) or type(arg).__name__ == "device":
+            device = arg
+        else:
+            dtype = arg
+    if device is not None:
+        device = as_device(device)
+    if dtype is not None:
+        dtype = _dtype.as_dtype(dtype)
+    return device, dtype
+

@@ -34,19 +34,9 @@ _POINTER_DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64)
                    "uint8_t": np.dtype(np.uint8)}
 
 
-# The TH shim's tensor structs (cextend/include/TH/TH.h), for cffi's cdef:
-# API mode checks this layout against the header at compile time.
-_TH_TYPES = {"THFloatTensor": ("float", np.dtype(np.float32)),
-             "THDoubleTensor": ("double", np.dtype(np.float64)),
-             "THLongTensor": ("int64_t", np.dtype(np.int64))}
-_TH_MAX_DIMS = 8
-_TH_STRUCT = ("typedef struct %s { %s *storage; int64_t storage_offset; int64_t capacity; int nDimension; "
-              "int owned; int64_t size[%d]; int64_t stride[%d]; } %s;\n")
-_TH_CDEF = "".join(_TH_STRUCT % (name, real, _TH_MAX_DIMS, _TH_MAX_DIMS, name)
-                   for name, (real, _) in _TH_TYPES.items())
-# With CUDA: THC's device tensor and the state era code declares `extern`.
-_THC_CDEF = (_TH_STRUCT % ("THCudaTensor", "float", _TH_MAX_DIMS, _TH_MAX_DIMS, "THCudaTensor") +
-             "typedef struct THCState { int device; } THCState;\n")
+from cextend.utils import _th
+
+# With CUDA: the era code's `extern THCState *state;` is defined here.
 _THC_SOURCE = ("#include <THC/THC.h>\n"
                "static THCState cextend_thc_state;\n"
                "THCState *state = &cextend_thc_state;\n")
@@ -126,11 +116,16 @@ def create_extension(name, headers, sources, verbose=True, with_cuda=False, pack
         kwargs.setdefault("library_dirs", []).append(cuda_lib)
         kwargs.setdefault("runtime_library_dirs", []).append(cuda_lib)
         kwargs.setdefault("libraries", []).append("cudart")
+    # A TH function the shim lacks is a build-time error naming it, not an
+    # undefined symbol at import (implicit declarations are errors too).
+    _th.check_sources([os.path.join(base, p) for p in list(headers) + list(sources)], with_cuda)
+    kwargs["extra_compile_args"] = list(kwargs["extra_compile_args"]) + ["-Werror=implicit-function-declaration"]
     ffi = FFI()
-    ffi.cdef(_TH_CDEF + (_THC_CDEF if with_cuda else "") + _strip_preprocessor(header_source))
+    ffi.cdef(_th.CDEF + (_th.THC_CDEF if with_cuda else "") + _strip_preprocessor(header_source))
     # As torch's did, the wrapper includes TH before the user's headers, so
-    # headers written for torch.utils.ffi (TH types, no includes) compile.
-    include_lines = "#include <TH/TH.h>\n" + (_THC_SOURCE if with_cuda else "") + \
+    # headers written for torch.utils.ffi (TH types, no includes) compile;
+    # it also defines the shim's error buffer and wrapping helpers.
+    include_lines = _th.SOURCE + (_THC_SOURCE if with_cuda else "") + \
         "\n".join('#include "%s"' % os.path.basename(h) for h in headers)
     ffi.set_source(wrapper_module if package else wrapper_module, include_lines,
                    sources=[os.path.relpath(os.path.join(base, s), base) if package else
@@ -181,7 +176,7 @@ _CONST = %(consts)r
 __all__ = []
 for _symbol in dir(_lib):
     _value = getattr(_lib, _symbol)
-    globals()[_symbol] = _wrap_function(_value, _ffi, _CONST.get(_symbol)) if callable(_value) else _value
+    globals()[_symbol] = _wrap_function(_value, _ffi, _CONST.get(_symbol), _lib) if callable(_value) else _value
     __all__.append(_symbol)
 '''
 
@@ -191,7 +186,7 @@ def _write_wrapper(module_dir, module, consts):
         f.write(_WRAPPER % {"name": os.path.basename(module_dir), "module": module, "consts": consts})
 
 
-def _wrap_function(function, ffi, const_flags=None):
+def _wrap_function(function, ffi, const_flags=None, lib=None):
     """A Python function calling `function` with Tensors/arrays made pointers
     (float*, double*, int64_t*, ...) or TH tensor structs (TH*Tensor *)."""
     from cextend.tensor import Tensor
@@ -201,16 +196,16 @@ def _wrap_function(function, ffi, const_flags=None):
         return function
     plans = []
     for i, arg in enumerate(ctype.args):
+        const = bool(const_flags and i < len(const_flags) and const_flags[i])
         if arg.kind == "pointer" and arg.item.kind == "primitive" and arg.item.cname in _POINTER_DTYPES:
-            const = bool(const_flags and i < len(const_flags) and const_flags[i])
             plans.append(("pointer", _POINTER_DTYPES[arg.item.cname], arg.item.cname, const))
         elif arg.kind == "pointer" and arg.item.kind == "struct" and \
                 arg.item.cname.replace("struct ", "") == "THCudaTensor":
             plans.append(("thc", None, "THCudaTensor", False))
         elif arg.kind == "pointer" and arg.item.kind == "struct" and \
-                arg.item.cname.replace("struct ", "") in _TH_TYPES:
+                arg.item.cname.replace("struct ", "") in _th.TYPES:
             th_name = arg.item.cname.replace("struct ", "")
-            plans.append(("th", _TH_TYPES[th_name][1], th_name, False))
+            plans.append(("th", _th.TYPES[th_name][2], th_name, const))
         else:
             plans.append(None)
     name = getattr(function, "__name__", "function")
@@ -218,7 +213,8 @@ def _wrap_function(function, ffi, const_flags=None):
     def call(*args):
         if len(args) != len(plans):
             raise TypeError("%s() takes %d arguments (%d given)" % (name, len(plans), len(args)))
-        converted, keep, structs = [], [], []
+        converted, keep = [], []
+        state = _th.CallState(ffi, lib)
         try:
             for i, (value, plan) in enumerate(zip(args, plans)):
                 if plan is not None and plan[0] == "thc":
@@ -226,10 +222,9 @@ def _wrap_function(function, ffi, const_flags=None):
                                     "tensors to THC structs is not supported yet" % (name, i + 1))
                 if plan is not None and isinstance(value, (Tensor, np.ndarray)):
                     if plan[0] == "th":
-                        struct, array = _to_th(ffi, plan, value, i, name)
-                        structs.append((i, value, struct, array))
-                        keep.append(array)
-                        converted.append(struct)
+                        argument = _th.ThArgument(state, plan, value, i + 1, name)
+                        state.arguments.append(argument)
+                        converted.append(argument.struct)
                     else:
                         array, pointer = _to_pointer(ffi, plan, value, i, name)
                         keep.append(array)
@@ -239,13 +234,20 @@ def _wrap_function(function, ffi, const_flags=None):
                                     % (name, i + 1, plan[2], type(value).__name__))
                 else:
                     converted.append(value)
-            result = function(*converted)
         except BaseException:
-            for _, _, struct, _ in structs:
-                _release_owned(ffi, struct)
+            state.release()     # the structs made for earlier arguments
             raise
-        for i, value, struct, array in structs:
-            _from_th(ffi, struct, value, array, i, name)
+        try:
+            result = function(*converted)
+        finally:
+            error = _th.take_error(ffi, lib) if lib is not None else ""
+            try:
+                for argument in state.arguments:
+                    argument.sync_back()
+            finally:
+                state.release()
+        if error:
+            raise RuntimeError("%s(): %s" % (name, error))
         return result
 
     call.__name__ = name
@@ -270,99 +272,6 @@ def _to_pointer(ffi, plan, value, i, name):
     if not const and isinstance(value, Tensor):
         value._bump_version()
     return array, ffi.from_buffer(cname + " *", array)
-
-
-def _to_th(ffi, plan, value, i, name):
-    """A TH tensor struct viewing value's storage (Python keeps owning it)."""
-    from cextend.tensor import Tensor
-    _, dtype, cname, _ = plan
-    array = value._data if isinstance(value, Tensor) else value
-    if array.dtype != dtype:
-        raise TypeError("%s(): argument %d must be a %s tensor (a %s *), got %s"
-                        % (name, i + 1, dtype.name, cname, array.dtype))
-    if array.ndim > _TH_MAX_DIMS:
-        raise ValueError("%s(): argument %d has %d dimensions; TH tensors have at most %d"
-                         % (name, i + 1, array.ndim, _TH_MAX_DIMS))
-    strides = [s // array.itemsize for s in array.strides]
-    if not array.flags.aligned or any(s < 0 for s in strides) or \
-            any(s % array.itemsize for s in array.strides):
-        raise ValueError("%s(): argument %d: TH tensors need aligned data and non-negative strides; "
-                         "call .contiguous() first" % (name, i + 1))
-    struct = ffi.new(cname + " *")
-    shape = array.shape if array.ndim else (1,)
-    strides = strides if array.ndim else [1]
-    struct.nDimension = len(shape)
-    for d, (size, stride) in enumerate(zip(shape, strides)):
-        struct.size[d] = size
-        struct.stride[d] = stride
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if array.size else 0
-    struct.capacity = span
-    struct.storage_offset = 0
-    struct.owned = 0
-    real = _TH_TYPES[cname][0]
-    if array.size:
-        struct.storage = (ffi.from_buffer(real + " *", array) if array.flags.c_contiguous
-                          else ffi.cast(real + " *", array.ctypes.data))
-    else:
-        struct.storage = ffi.NULL
-    return struct, array
-
-
-def _libc_free():
-    global _FREE
-    if _FREE is None:
-        libc_ffi = FFI()
-        libc_ffi.cdef("void free(void *);")
-        libc = libc_ffi.dlopen(None)
-        _FREE = lambda address: libc.free(libc_ffi.cast("void *", address))  # noqa: E731
-    return _FREE
-
-
-_FREE = None
-
-
-def _release_owned(ffi, struct):
-    """Free storage C allocated for a struct Python will not adopt."""
-    if struct.owned and struct.storage != ffi.NULL:
-        _libc_free()(int(ffi.cast("uintptr_t", struct.storage)))
-        struct.owned = 0
-        struct.storage = ffi.NULL
-
-
-def _from_th(ffi, struct, value, array, i, name):
-    """After the call: if C resized the tensor, the Tensor takes the new
-    shape and (for storage C allocated) the new storage, freed exactly once
-    when the last array using it is collected."""
-    from cextend.tensor import Tensor
-    ndim = struct.nDimension
-    shape = tuple(struct.size[d] for d in range(ndim))
-    strides = tuple(struct.stride[d] for d in range(ndim))
-    original_shape = array.shape if array.ndim else (1,)
-    original_strides = tuple(s // array.itemsize for s in array.strides) if array.ndim else (1,)
-    unchanged = not struct.owned and shape == original_shape and \
-        (strides == original_strides or array.size == 0)
-    if unchanged:
-        return
-    if not isinstance(value, Tensor):
-        _release_owned(ffi, struct)
-        raise RuntimeError("%s(): argument %d was resized by the C code; pass a cextend Tensor (e.g. "
-                           "x.new()) to receive resized results" % (name, i + 1))
-    dtype = array.dtype
-    if struct.owned:
-        free = _libc_free()
-        address = int(ffi.cast("uintptr_t", struct.storage))
-        owner = ffi.gc(struct.storage, lambda _, address=address: free(address))
-        struct.owned = 0            # Python owns it now
-        base = np.frombuffer(ffi.buffer(owner, max(struct.capacity, 1) * dtype.itemsize), dtype=dtype)
-        base = base[struct.storage_offset:]
-    elif struct.storage_offset == 0:
-        base = array.reshape(-1) if array.flags.c_contiguous else array
-    else:
-        raise RuntimeError("%s(): argument %d: the C code moved the storage offset of a Python-owned "
-                           "tensor, which cextend cannot follow" % (name, i + 1))
-    new = np.lib.stride_tricks.as_strided(base, shape=shape, strides=[s * dtype.itemsize for s in strides])
-    value._data = new
-    value._bump_version()
 
 
 # The JIT path (load_inline / load): built on the wrappers above, cached by content.

@@ -1,0 +1,440 @@
+"""nn activations as builtin ops: softmax, log_softmax, gelu, leaky_relu,
+elu / celu / selu, softplus, silu, mish, hardtanh / relu6, logsigmoid.
+
+Each computes its forward with numpy (stable forms: shifted exponentials,
+log1p of exp of a non-positive number) and records one node whose backward
+is torch's derivative formula written in Tensor ops, so it differentiates
+again.  Parameters (slope, alpha, beta, ...) ride on the node.
+"""
+import math
+
+import numpy as np
+
+from cextend import _backend, _dtype
+from cextend._fpe import quietly
+from cextend._ops import _record as rec
+from cextend._ops import nn_samples as S
+from cextend._ops._nn_checks import functional_call, host_tensor, require_float
+from cextend._ops.arithmetic import where
+from cextend._ops.conversion import to_dtype
+from cextend._ops.registry import register
+
+_SQRT1_2 = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_K = math.sqrt(2.0 / math.pi)
+_TANH_C = 0.044715
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _wrap(array):
+    from cextend.tensor import _wrap as wrap
+    return wrap(array)
+
+
+class Activation:
+    """An elementwise op with parameters, its in-place form and its node.
+
+    compute(array, **params) returns the result in the array's dtype;
+    backward(node, grad, saved) reads the parameters from node.params;
+    saves is "self" (the input) or "result".
+    """
+
+    def __init__(self, name, kernel, compute, backward, saves="self", node_name=None,
+                 inplace_saves=None, integer_ok=False):
+        self.name = name
+        self.kernel = kernel
+        self.compute = compute
+        self.saves = saves
+        self.inplace_saves = inplace_saves or saves
+        self.integer_ok = integer_ok
+        self.node = rec.node_class(node_name or _camel(name) + "Backward", backward)
+
+    def _run(self, x, params):
+        data = quietly(lambda: self.compute(x._data, **params))
+        return data if data.dtype == x._data.dtype else data.astype(x._data.dtype)
+
+    def __call__(self, input, **params):
+        x = host_tensor(input, self.name)
+        if not self.integer_ok:
+            require_float(x, self.kernel)
+        result = _wrap(self._run(x, params))
+        if rec.needs_grad(x):
+            node = rec.record(self.node, (x,), result)
+            node.params = params
+            node.from_result = False
+            node._saved = (rec.save(x) if self.saves == "self" else rec.save_output(result),)
+        return result
+
+    def inplace(self, input, **params):
+        x = host_tensor(input, self.name + "_")
+        if not self.integer_ok:
+            require_float(x, self.kernel)
+        recording = rec.prepare_inplace(x, (), x._data.dtype)
+        node = original = None
+        if recording:
+            if self.inplace_saves == "self":
+                original = x.clone()
+            node = rec.connect(self.node(), (x,))
+            node.params = params
+            node.from_result = self.inplace_saves == "result"
+        x._data[...] = self._run(x, params)
+        rec.finish_inplace(x, node)
+        if node is not None:
+            node._saved = (rec.save(original) if original is not None else rec.save_output(x),)
+        return x
+
+
+def _camel(name):
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _float_compute(fn):
+    """Run fn in float32 for half inputs (the C erf and numpy's expm1 want 32/64 bits)."""
+    def compute(a, **params):
+        if a.dtype == np.float16:
+            return fn(a.astype(np.float32), **params).astype(np.float16)
+        return fn(a, **params)
+    return compute
+
+
+def _softplus_array(a):
+    """log(1 + exp(a)) without overflow: max(a, 0) + log1p(exp(-|a|))."""
+    return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
+
+
+def _sigmoid_array(a):
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+
+# -- softmax and log_softmax -------------------------------------------------------------------
+
+def _softmax_backward(node, g, result):
+    return result * (g - (g * result).sum(node.dim, keepdim=True))
+
+
+def _log_softmax_backward(node, g, result):
+    return g - result.exp() * g.sum(node.dim, keepdim=True)
+
+
+_SoftmaxNode = rec.node_class("SoftmaxBackward", _softmax_backward)
+_LogSoftmaxNode = rec.node_class("LogSoftmaxBackward", _log_softmax_backward)
+
+
+def _shifted(data, axis):
+    """data minus its max along axis (a 0-d array counts as one element)."""
+    if data.size == 0:
+        return data
+    peak = np.max(data, axis=axis, keepdims=True)
+    # An all -inf slice would give -inf - -inf = NaN, as torch's does; a
+    # slice with +inf gives NaN too.  Nothing to special-case.
+    return data - peak
+
+
+def _softmax_array(data, axis, log):
+    shifted = _shifted(data, axis)
+    exp = np.exp(shifted)
+    total = exp.sum(axis=axis, keepdims=True)
+    return shifted - np.log(total) if log else exp / total
+
+
+def _softmax_like(input, dim, dtype, log, name):
+    from cextend.tensor import _dim
+    x = host_tensor(input, name)
+    if dtype is not None:
+        x = to_dtype(x, _dtype.as_dtype(dtype).numpy)
+    d = _dim(dim, x._data.ndim)
+    ndim = x._data.ndim
+    kernel = "%s_lastdim_kernel_impl" if d == max(ndim, 1) - 1 else "%s_kernel_impl"
+    require_float(x, kernel % name)
+    data = x._data.reshape(1) if ndim == 0 else x._data
+    out = quietly(_softmax_array, data, d, log)
+    out = out.reshape(()) if ndim == 0 else out
+    result = _wrap(np.asarray(out, x._data.dtype))
+    if rec.needs_grad(x):
+        node = rec.record(_LogSoftmaxNode if log else _SoftmaxNode, (x,), result)
+        node.dim = d if ndim else None     # a 0-d tensor's one "dim" is all of it
+        node._saved = (rec.save_output(result),)
+    return result
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along dim (cast to dtype first when given)."""
+    return _softmax_like(input, dim, dtype, False, "softmax")
+
+
+def log_softmax(input, dim, dtype=None):
+    """x - logsumexp(x) along dim (cast to dtype first when given)."""
+    return _softmax_like(input, dim, dtype, True, "log_softmax")
+
+
+register("softmax", softmax, family="nn", samples=S.softmax_samples())
+register("log_softmax", log_softmax, family="nn", samples=S.softmax_samples())
+
+
+# -- gelu --------------------------------------------------------------------------------------
+
+def _erf(a):
+    return _backend.special("erf", np.require(a, requirements="C"))
+
+
+def _gelu_compute(a, approximate):
+    if approximate == "tanh":
+        inner = _TANH_K * (a + _TANH_C * a * a * a)
+        return 0.5 * a * (1 + np.tanh(inner))
+    return 0.5 * a * (1 + _erf(a * a.dtype.type(_SQRT1_2)))
+
+
+def _gelu_backward(node, g, x):
+    if node.params["approximate"] == "tanh":
+        x_sq = x * x
+        inner = (x + x_sq * x * _TANH_C) * _TANH_K
+        t = inner.tanh()
+        left = (t + 1) * 0.5
+        right = x * 0.5 * (1 - t * t) * ((x_sq * (3 * _TANH_C) + 1) * _TANH_K)
+        return g * (left + right)
+    cdf = ((x * _SQRT1_2).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+_GELU = Activation("gelu", "GeluKernelImpl", _float_compute(_gelu_compute), _gelu_backward)
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x); approximate='tanh' uses the tanh form of Phi."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _GELU(input, approximate=approximate)
+
+
+# -- leaky_relu ---------------------------------------------------------------------------------
+
+def _leaky_compute(a, negative_slope):
+    return np.where(a > 0, a, a * a.dtype.type(negative_slope))
+
+
+def _leaky_backward(node, g, saved):
+    slope = node.params["negative_slope"]
+    if node.from_result and slope < 0:
+        raise RuntimeError("In-place leakyReLu backward calculation is triggered with a negative slope "
+                           "which is not supported. This is caused by calling in-place forward function "
+                           "with a negative slope, please call out-of-place version instead. File an "
+                           "issue at https://github.com/pytorch/pytorch if you do require supporting "
+                           "in-place leakRelu backward calculation with negative slope")
+    return where(saved > 0, g, g * slope)
+
+
+_LEAKY = Activation("leaky_relu", "leaky_relu_cpu", _leaky_compute, _leaky_backward,
+                    node_name="LeakyReluBackward", inplace_saves="result")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x."""
+    if inplace:
+        return _LEAKY.inplace(input, negative_slope=negative_slope)
+    return _LEAKY(input, negative_slope=negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _LEAKY.inplace(input, negative_slope=negative_slope)
+
+
+# -- elu, celu, selu ----------------------------------------------------------------------------
+
+def _elu_compute(a, alpha, scale, input_scale, grad_input_scale=None):
+    negative = np.expm1(a * a.dtype.type(input_scale)) * (alpha * scale)
+    return np.where(a > 0, a * a.dtype.type(scale), negative)
+
+
+def _elu_backward(node, g, saved):
+    alpha, scale, input_scale = node.params["alpha"], node.params["scale"], node.params["input_scale"]
+    input_scale = node.params.get("grad_input_scale") or input_scale
+    if node.from_result:
+        if alpha < 0:
+            raise RuntimeError("In-place elu backward calculation is triggered with a negative slope "
+                               "which is not supported. This is caused by calling in-place forward "
+                               "function with a negative slope, please call out-of-place version "
+                               "instead.")
+        return where(saved <= 0, g * input_scale * (saved + alpha * scale), g * scale)
+    negative = g * (input_scale * scale * alpha) * (saved * input_scale).exp()
+    return where(saved <= 0, negative, g * scale)
+
+
+_elu_kernel = _float_compute(_elu_compute)
+_ELU = Activation("elu", "elu_cpu", _elu_kernel, _elu_backward, inplace_saves="result")
+_CELU = Activation("celu", "elu_cpu", _elu_kernel, _elu_backward, inplace_saves="result")
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    params = dict(alpha=alpha, scale=1.0, input_scale=1.0)
+    return _ELU.inplace(input, **params) if inplace else _ELU(input, **params)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def _celu_params(alpha):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    # torch's celu derivative takes 1 / float32(alpha) (alpha.toFloat()), its forward
+    # 1 / alpha in double: the float64 gradient differs by ~1e-8 relative, as torch's does.
+    return dict(alpha=alpha, scale=1.0, input_scale=1.0 / alpha,
+                grad_input_scale=1.0 / float(np.float32(alpha)))
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    params = _celu_params(alpha)
+    return _CELU.inplace(input, **params) if inplace else _CELU(input, **params)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+_SELU_PARAMS = dict(alpha=SELU_ALPHA, scale=SELU_SCALE, input_scale=1.0)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    return _ELU.inplace(input, **_SELU_PARAMS) if inplace else _ELU(input, **_SELU_PARAMS)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+# -- softplus, silu, mish, logsigmoid ----------------------------------------------------------
+
+def _softplus_compute(a, beta, threshold):
+    scaled = a * a.dtype.type(beta)
+    return np.where(scaled > threshold, a, _softplus_array(scaled) / a.dtype.type(beta))
+
+
+def _softplus_backward(node, g, x):
+    scaled = x * node.params["beta"]
+    return where(scaled > node.params["threshold"], g, g * scaled.sigmoid())
+
+
+_SOFTPLUS = Activation("softplus", "softplus_cpu", _softplus_compute, _softplus_backward)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold."""
+    return _SOFTPLUS(input, beta=beta, threshold=threshold)
+
+
+def _silu_backward(node, g, x):
+    s = x.sigmoid()
+    return g * s * (1 + x * (1 - s))
+
+
+_SILU = Activation("silu", "silu_cpu", lambda a: a * _sigmoid_array(a), _silu_backward)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x)."""
+    return _SILU.inplace(input) if inplace else _SILU(input)
+
+
+def _mish_backward(node, g, x):
+    t = softplus(x).tanh()
+    return g * (t + x * x.sigmoid() * (1 - t * t))
+
+
+_MISH = Activation("mish", "mish_cpu", lambda a: a * np.tanh(_softplus_array(a)), _mish_backward)
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    return _MISH.inplace(input) if inplace else _MISH(input)
+
+
+def _logsigmoid_compute(a):
+    return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
+
+
+_LOGSIGMOID = Activation("logsigmoid", "log_sigmoid_cpu", _logsigmoid_compute,
+                         lambda node, g, x: g * (-x).sigmoid(), node_name="LogSigmoidBackward")
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), stable for large |x|."""
+    return _LOGSIGMOID(input)
+
+
+# -- hardtanh and relu6 -------------------------------------------------------------------------
+
+def _hardtanh_compute(a, min_val, max_val):
+    if a.dtype.kind != "f":
+        return np.clip(a, math.ceil(min_val), math.floor(max_val)).astype(a.dtype)
+    # maximum/minimum (not clip) so NaN stays NaN, as in torch.
+    return np.minimum(np.maximum(a, a.dtype.type(min_val)), a.dtype.type(max_val))
+
+
+def _hardtanh_backward(node, g, saved):
+    outside = (saved <= node.params["min_val"]).logical_or(saved >= node.params["max_val"])
+    return where(outside, 0.0, g)
+
+
+_HARDTANH = Activation("hardtanh", "hardtanh_cpu", _hardtanh_compute, _hardtanh_backward,
+                       inplace_saves="result", integer_ok=True)
+
+
+def _hardtanh_bounds(min_val, max_val):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return dict(min_val=min_val, max_val=max_val)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x limited to [min_val, max_val]; gradient zero outside the open interval."""
+    params = _hardtanh_bounds(min_val, max_val)
+    return _HARDTANH.inplace(input, **params) if inplace else _HARDTANH(input, **params)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(0, x), 6): hardtanh(x, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+# -- the table entries (F-only ops: torch has them in torch.nn.functional alone) --------------
+
+def _nn_only(name, function, samples, **info):
+    register(name, function, method=False, module=False, family="nn", samples=samples,
+             call=functional_call(name), **info)
+
+
+_nn_only("gelu", gelu, S.activation([0.0]))
+_nn_only("leaky_relu", leaky_relu, S.leaky_relu_samples())
+_nn_only("elu", elu, S.elu_samples())
+_nn_only("softplus", softplus, S.softplus_samples())
+_nn_only("silu", silu, S.activation([]))
+_nn_only("mish", mish, S.activation([]))
+_nn_only("hardtanh", hardtanh, S.hardtanh_samples(), integer_inputs=True)
+_nn_only("relu6", relu6, S.activation([0.0, 6.0], low=-3.0, high=9.0), integer_inputs=True)
+_nn_only("logsigmoid", logsigmoid, S.activation([]))
+# torch.celu and torch.selu exist beside F.celu / F.selu (no Tensor methods).
+
+
+def _torch_celu(input, alpha=1.0):
+    """torch.celu: F.celu without the inplace flag."""
+    return celu(input, alpha)
+
+
+def _torch_selu(input):
+    """torch.selu: F.selu without the inplace flag."""
+    return selu(input)
+
+
+_torch_celu.__name__, _torch_selu.__name__ = "celu", "selu"
+register("celu", _torch_celu, method=False, family="nn", samples=S.celu_samples())
+register("selu", _torch_selu, method=False, family="nn", samples=S.activation([0.0]))

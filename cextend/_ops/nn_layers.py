@@ -1,0 +1,375 @@
+"""The functional forms of nn layers: layer_norm, dropout, embedding,
+one_hot and normalize.
+
+layer_norm and embedding are builtin ops (numpy forward, one node);
+dropout and normalize are composed from other ops exactly as torch
+composes them (x * mask / (1 - p); x / max(||x||_p, eps)), so their
+grad_fn and gradients are torch's.
+"""
+import numbers
+import warnings
+
+import numpy as np
+
+from cextend import _random
+from cextend._fpe import quietly
+from cextend._ops import _record as rec
+from cextend._ops import nn_samples as S
+from cextend._ops._nn_checks import cast_error, functional_call, host_tensor, require_float, torch_name
+from cextend._ops.registry import register
+from cextend.autograd import grad_mode
+
+
+def _wrap(array):
+    from cextend.tensor import _wrap as wrap
+    return wrap(array)
+
+
+# -- layer_norm ----------------------------------------------------------------------------------
+
+def _layer_norm_backward(node, g, x, weight, bias):
+    dims = node.dims
+    if grad_mode.is_grad_enabled():
+        # A graph of this backward is being built: recompute the statistics
+        # from x with Tensor ops, so that they differentiate too.
+        centered = x - x.mean(dims, keepdim=True)
+        rstd = ((centered * centered).mean(dims, keepdim=True) + node.eps).rsqrt()
+        xhat = centered * rstd
+    else:
+        rstd = _wrap(node.rstd)
+        xhat = (x - _wrap(node.mean)) * rstd
+    batch = tuple(range(x.dim() - len(dims)))
+    grad_x = grad_w = grad_b = None
+    if node.needs(0):
+        gx = g * weight if weight is not None else g
+        grad_x = rstd * (gx - gx.mean(dims, keepdim=True) - xhat * (gx * xhat).mean(dims, keepdim=True))
+    if weight is not None and node.needs(1):
+        grad_w = (g * xhat).sum(batch) if batch else g * xhat
+    if bias is not None and node.needs(2):
+        grad_b = g.sum(batch) if batch else g
+    return grad_x, grad_w, grad_b
+
+
+_LayerNormNode = rec.node_class("NativeLayerNormBackward", _layer_norm_backward)
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+                        "not int")
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_parameter(p, name, x, shape):
+    if p is None:
+        return None
+    host_tensor(p, "layer_norm", name)
+    if p._data.shape != shape:
+        raise RuntimeError("Expected %s to be of same shape as normalized_shape, but got %s of shape %s "
+                           "and normalized_shape = %s" % (name, name, list(p._data.shape), list(shape)))
+    if p._data.dtype != x._data.dtype:
+        if x._data.dtype == np.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return p
+
+
+def _layer_norm_arrays(data, dims, eps, weight, bias):
+    mean = data.mean(axis=dims, keepdims=True)
+    centered = data - mean
+    var = (centered * centered).mean(axis=dims, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + data.dtype.type(eps))
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight._data
+    if bias is not None:
+        out = out + bias._data
+    return mean, rstd, out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape dims
+    (biased variance, as torch)."""
+    x = host_tensor(input, "layer_norm")
+    shape = _normalized_shape(normalized_shape)
+    n = len(shape)
+    if n == 0 or x._data.shape[x._data.ndim - n:] != shape or x._data.ndim < n:
+        raise RuntimeError("Given normalized_shape=%s, expected input with shape [*, %s], but got input of "
+                           "size%s" % (list(shape), ", ".join(str(s) for s in shape), list(x._data.shape)))
+    weight = _check_parameter(weight, "weight", x, shape)
+    bias = _check_parameter(bias, "bias", x, shape)
+    require_float(x, "LayerNormKernelImpl")
+    data = x._data
+    dims = tuple(range(data.ndim - n, data.ndim))
+    mean, rstd, out = quietly(_layer_norm_arrays, data, dims, eps, weight, bias)
+    result = _wrap(np.asarray(out, data.dtype))
+    if rec.needs_grad(x, weight, bias):
+        node = rec.record(_LayerNormNode, (x, weight, bias), result)
+        node.dims, node.eps = dims, eps
+        node.mean, node.rstd = mean.astype(data.dtype), rstd.astype(data.dtype)
+        node._saved = (rec.save(x), rec.save(weight), rec.save(bias))
+    return result
+
+
+# -- dropout -------------------------------------------------------------------------------------
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %s" % (p,))
+
+
+def _dropout(x, p, training, inplace, noise_shape):
+    """x * noise, noise = bernoulli(1 - p) / (1 - p) of noise_shape (broadcast over x),
+    as torch's _dropout_impl; identity when not training or p == 0."""
+    if not training or p == 0:
+        return x
+    dt = x._data.dtype
+    if dt.kind != "f":
+        raise cast_error(np.dtype(np.float32), dt)
+    if p == 1:
+        noise = _wrap(np.zeros((), dt))
+    else:
+        keep = _random.generator().random(noise_shape) >= p
+        noise = _wrap((keep / dt.type(1 - p)).astype(dt))
+    return x.mul_(noise) if inplace else x * noise
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1 - p); identity
+    when not training.  Masks come from cextend's global generator (manual_seed)."""
+    _check_p(p)
+    x = host_tensor(input, "dropout")
+    return _dropout(x, p, training, inplace, x._data.shape)
+
+
+def dropout_(input, p=0.5, training=True):
+    return dropout(input, p, training, inplace=True)
+
+
+def _feature_dropout(x, p, training, inplace):
+    """Whole channels (dim 1) zeroed together: one noise value per (sample, channel)."""
+    shape = x._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _dropout(x, p, training, inplace, shape[:2] + (1,) * (len(shape) - 2))
+
+
+def _unbatched(x, inplace):
+    return x.unsqueeze_(0) if inplace else x.unsqueeze(0)
+
+
+def _rebatched(result, inplace):
+    return result.squeeze_(0) if inplace else result.squeeze(0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, L) or (C, L) input."""
+    _check_p(p)
+    x = host_tensor(input, "dropout1d")
+    ndim = x._data.ndim
+    if ndim not in (2, 3):
+        raise RuntimeError("dropout1d: Expected 2D or 3D input, but received a %dD input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+                           "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+                           "inputs)." % ndim)
+    if ndim == 3:
+        return _feature_dropout(x, p, training, inplace)
+    return _rebatched(_feature_dropout(_unbatched(x, inplace), p, training, inplace), inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, H, W) input (a 3-D input is read as (N, C, L), as torch)."""
+    _check_p(p)
+    x = host_tensor(input, "dropout2d")
+    ndim = x._data.ndim
+    if ndim not in (3, 4):
+        warnings.warn("dropout2d: Received a %d-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise "
+                      "dropout on inputs with 2 spatial dimensions, a channel dimension, and an optional "
+                      "batch dimension (i.e. 3D or 4D inputs)." % ndim, UserWarning, stacklevel=2)
+    if ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+                      "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+                      "the channel dim. This behavior will change in a future release to interpret the "
+                      "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+                      "channel-wise dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    return _feature_dropout(x, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W) input."""
+    _check_p(p)
+    x = host_tensor(input, "dropout3d")
+    ndim = x._data.ndim
+    if ndim not in (4, 5):
+        warnings.warn("dropout3d: Received a %d-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise "
+                      "dropout on inputs with 3 spatial dimensions, a channel dimension, and an optional "
+                      "batch dimension (i.e. 4D or 5D inputs)." % ndim, UserWarning, stacklevel=2)
+    if ndim == 5:
+        return _feature_dropout(x, p, training, inplace)
+    return _rebatched(_feature_dropout(_unbatched(x, inplace), p, training, inplace), inplace)
+
+
+# -- embedding ------------------------------------------------------------------------------------
+
+class _Lookup:
+    """Rows of an (num, dim) weight read by an index tensor; padding rows get no gradient."""
+
+    def __init__(self, indices, num_weights, padding_idx, scale_grad_by_freq):
+        self.indices = indices
+        self.flat = indices.reshape(-1)
+        self.num_weights = num_weights
+        padded = padding_idx is not None and padding_idx >= 0
+        self.keep = (self.flat != padding_idx) if padded else np.ones(self.flat.shape, bool)
+        scale = self.keep.astype(np.float64)
+        if scale_grad_by_freq and self.flat.size:
+            scale = scale / np.bincount(self.flat, minlength=num_weights)[self.flat]
+        self.scale = scale
+
+    def accumulate(self, g):
+        """grad_weight: each row of g (times its scale) added into its index's row."""
+        dim = g.shape[-1] if g.ndim else 0
+        out = np.zeros((self.num_weights, dim), g.dtype)
+        rows = g.reshape(-1, dim) * self.scale[:, None].astype(g.dtype)
+        np.add.at(out, self.flat, rows)
+        return out
+
+    def select(self, gg):
+        """Rows of gg read at the indices, padding rows zeroed.  Not divided by the
+        frequencies: torch's embedding double backward leaves them out, so with
+        scale_grad_by_freq this is not quite accumulate's transpose (torch's answer)."""
+        rows = gg[self.flat] * self.keep[:, None].astype(gg.dtype)
+        return rows.reshape(self.indices.shape + (gg.shape[1],))
+
+
+def _embedding_backward(node, g):
+    return _embedding_accumulate(g, node.lookup)
+
+
+def _accumulate_backward(node, gg):
+    result = _wrap(node.lookup.select(gg._data))
+    if rec.needs_grad(gg):
+        inner = rec.record(_EmbeddingDenseBackwardNode, (gg,), result)
+        inner.lookup = node.lookup
+    return result
+
+
+_EmbeddingNode = rec.node_class("EmbeddingBackward", _embedding_backward)
+_EmbeddingDenseBackwardNode = rec.node_class("EmbeddingDenseBackwardBackward",
+                                             lambda node, g: _embedding_accumulate(g, node.lookup))
+_EmbeddingAccumulateNode = rec.node_class("EmbeddingBackwardBackward", _accumulate_backward)
+
+
+def _embedding_accumulate(g, lookup):
+    result = _wrap(lookup.accumulate(g._data))
+    if rec.needs_grad(g):
+        node = rec.record(_EmbeddingAccumulateNode, (g,), result)
+        node.lookup = lookup
+    return result
+
+
+def _renorm_rows(weight, indices, max_norm, norm_type):
+    """torch's embedding_renorm_: rows used by indices scaled down to max_norm, in place, untracked."""
+    rows = np.unique(indices)
+    data = weight._data
+    norms = quietly(lambda: np.linalg.norm(data[rows].astype(np.float64), ord=norm_type, axis=1))
+    over = norms > max_norm
+    if over.any():
+        scale = max_norm / (norms[over] + 1e-7)
+        data[rows[over]] = (data[rows[over]] * scale[:, None]).astype(data.dtype)
+        weight._bump_version()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """weight[input]: rows of a (num_embeddings, dim) table; padding_idx's row gets no gradient."""
+    idx = host_tensor(input, "embedding")
+    w = host_tensor(weight, "embedding", "weight")
+    if w._data.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    num = w._data.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    if idx._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar "
+                           "types: Long, Int; but got cextend.%sTensor instead (while checking arguments "
+                           "for embedding)" % torch_name(idx._data.dtype))
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True): cextend has no sparse tensors; use sparse=False "
+                                  "(dense gradient)")
+    indices = idx._data.astype(np.intp)
+    if indices.size and (indices.min() < 0 or indices.max() >= num):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _renorm_rows(w, indices, max_norm, norm_type)
+    result = _wrap(w._data[indices])
+    if rec.needs_grad(w):
+        node = rec.record(_EmbeddingNode, (w,), result)
+        node.lookup = _Lookup(indices, num, padding_idx, scale_grad_by_freq)
+    return result
+
+
+# -- one_hot and normalize ------------------------------------------------------------------------
+
+def one_hot(tensor, num_classes=-1):
+    """int64 (*, num_classes) with a 1 at each value; num_classes=-1 means max + 1."""
+    t = host_tensor(tensor, "one_hot", "tensor")
+    if t._data.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    data = t._data
+    if num_classes == -1:
+        if data.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(data.max()) + 1
+    if data.size:
+        if data.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if data.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes < 0:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(data.shape + (num_classes,), np.int64)
+    if data.size:
+        np.put_along_axis(out, data[..., None], 1, -1)
+    return _wrap(out)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    from cextend.tensor import _dim
+    x = host_tensor(input, "normalize")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           "Got %s" % torch_name(x._data.dtype))
+    _dim(dim, x._data.ndim)
+    denom = x.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(x)
+    if out is not None:
+        from cextend._ops.arithmetic import div
+        return div(x, denom, out=out)
+    return x / denom
+
+
+# -- the table entries (torch.nn.functional only) -------------------------------------------------
+
+def _nn_only(name, function, samples, **info):
+    register(name, function, method=False, module=False, family="nn", samples=samples,
+             call=functional_call(name), **info)
+
+
+_nn_only("layer_norm", layer_norm, S.layer_norm_samples())
+_nn_only("dropout", dropout, S.dropout_samples())
+_nn_only("dropout1d", dropout1d, S.dropout_samples((2, 3, 4)))
+_nn_only("dropout2d", dropout2d, S.dropout_samples((2, 3, 2, 2)))
+_nn_only("dropout3d", dropout3d, S.dropout_samples((2, 3, 2, 1, 2)))
+_nn_only("embedding", embedding, S.embedding_samples())
+_nn_only("one_hot", one_hot, S.one_hot_samples(), gradcheck=False, integer_inputs=True)
+_nn_only("normalize", normalize, S.normalize_samples())

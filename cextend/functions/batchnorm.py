@@ -1,0 +1,71 @@
+"""BatchNormFunction: torch's batch_norm on the C kernels.
+
+Training mode normalises with the batch statistics and, in the same C call,
+updates the running stats in place; evaluation mode uses the running stats.
+The backward runs the C kernel; when a double backward is being recorded it
+is written in Tensor ops instead (the same formulas), so it differentiates.
+"""
+from cextend import _ops_batchnorm
+from cextend.autograd.function import Function
+from cextend.autograd.grad_mode import is_grad_enabled
+from cextend.functions._tensors import wrap
+from cextend.functions.conv import float_operands
+
+
+class BatchNormFunction(Function):
+    """input (N, C, *); weight, bias (C,) or None; running_mean and
+    running_var (C,) buffers or None (updated in place when training)."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps):
+        x, w, b, rm, rv = float_operands("batch_norm", input=input, weight=weight, bias=bias,
+                                         running_mean=running_mean, running_var=running_var)
+        y, save_mean, save_invstd = _ops_batchnorm.batch_norm_forward(
+            x, rm, rv, w, b, training=training, momentum=momentum, eps=eps)
+        if training:
+            for buffer in (running_mean, running_var):
+                if buffer is not None:
+                    buffer._bump_version()      # updated in place, as torch's buffers are
+        ctx.training, ctx.eps = bool(training), eps
+        ctx.save_mean, ctx.save_invstd = save_mean, save_invstd
+        ctx.save_for_backward(input, weight)
+        return wrap(y)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if is_grad_enabled():
+            grads = _differentiable_backward(ctx, grad_output, input, weight, need_x, need_w, need_b)
+        else:
+            dx, dw, db = _ops_batchnorm.batch_norm_backward(
+                grad_output._data, input._data, None if weight is None else weight._data,
+                ctx.save_mean, ctx.save_invstd, training=ctx.training,
+                input=need_x, weight=need_w and weight is not None, bias=need_b)
+            grads = wrap(dx), wrap(dw), wrap(db)
+        return grads + (None,) * 5
+
+
+def _differentiable_backward(ctx, g, input, weight, need_x, need_w, need_b):
+    """The kernel's formulas in Tensor ops (recorded for double backward).
+    Training: the statistics are recomputed from input, so they differentiate;
+    evaluation: they are the running stats, constants."""
+    axes = (0,) + tuple(range(2, input.dim()))
+    shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    if ctx.training:
+        centred = input - input.mean(axes, keepdim=True)
+        invstd = 1.0 / ((centred * centred).mean(axes, keepdim=True) + ctx.eps).sqrt()
+        xhat = centred * invstd
+    else:
+        invstd = wrap(ctx.save_invstd.reshape(shape))
+        xhat = (input - wrap(ctx.save_mean.reshape(shape))) * invstd
+    grad_weight = (g * xhat).sum(axes) if need_w else None
+    grad_bias = g.sum(axes) if need_b else None
+    grad_input = None
+    if need_x:
+        scale = invstd if weight is None else weight.reshape(shape) * invstd
+        if ctx.training:
+            grad_input = scale * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
+        else:
+            grad_input = scale * g
+    return grad_input, grad_weight, grad_bias

@@ -1,0 +1,17 @@
+/* conv.c -- instantiates generic/conv.c once per dtype (TH's generic/ pattern). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_internal.h"
+
+#define REAL float
+#define SFX f32
+#include "generic/conv.c"
+#undef REAL
+#undef SFX
+
+#define REAL double
+#define SFX f64
+#include "generic/conv.c"
+#undef REAL
+#undef SFX
