@@ -87,9 +87,40 @@ def test_programs_use_out_and_the_tables_call_functions():
         for i in range(150):
             stmts = generate_and_run((3, i), torch, cextend).stmts
             out_forms += sum(", out=" in s.code for s in stmts)
-            calls += [s for s in stmts if "_call(torch, " in s.code]
+            calls += [s for s in stmts if "call_" in s.code and "(torch, " in s.code]
     assert out_forms > 0
     assert calls and all(definitions([s]) for s in calls)
+
+
+def test_call_functions_print_as_standalone_sources():
+    """A repro defines each call_NAME it uses from calls.SOURCES alone (closures
+    written out): that definition must call the op as the table's call does."""
+    from cextend._ops.registry import OPS, Const
+    from difftest import calls
+    rng = np.random.default_rng(0)
+
+    def tensor(a):
+        if isinstance(a, np.ndarray):
+            return torch.tensor(a)
+        return torch.tensor(a.array) if isinstance(a, Const) else a
+    checked = 0
+    for info in OPS.values():
+        if info.call is None or info.samples is None:
+            continue
+        name = calls.program_name(info)
+        namespace = {}
+        exec(calls.SOURCES[name], namespace)
+        sample = next(iter(info.samples(rng)))
+        args = [tensor(a) for a in sample.args]
+        kwargs = {k: tensor(v) for k, v in sample.kwargs.items()}
+        torch.manual_seed(0)
+        expected = info.call(torch, *args, **kwargs)
+        torch.manual_seed(0)
+        got = namespace[name](torch, *args, **kwargs)
+        first = (lambda r: r[0] if isinstance(r, tuple) else r)
+        assert torch.equal(first(expected), first(got)), name
+        checked += 1
+    assert checked == len(calls.CALLS)
 
 
 def test_a_deviation_never_excuses_a_different_number():

@@ -225,6 +225,21 @@ REPROS.update({
     "D59": ["v0 = torch.tensor([[1.0, inf, 2.0]], requires_grad=True)", "v1 = torch.var_mean(v0, 1)", "v1[1].sum().backward()"],
     "D60": ["v0 = torch.tensor([[1.5, -1.25], [-2.5, 1.25]])", "v1 = v0.atan2_(0)"],
     "D60b": ["v0 = torch.tensor([1.0, 2.0])", "v1 = v0.atan2_(True)"],
+    "D39e": ["v0 = torch.tensor([[1.0, 2.0]])", "v1 = torch.zeros(1)", "v2 = torch.any(v0, 1, out=v1)"],
+    "D39f": ["v0 = torch.tensor([1.5, 2.5])", "v1 = torch.zeros(2, dtype=torch.int64)", "v2 = torch.cumsum(v0, 0, out=v1)"],
+    "D48e": ["v0 = torch.tensor([True])", "with torch.no_grad():\n    v1 = v0.unbind(-1)",
+             "v2 = v1[0].copy_(torch.tensor(1.5, requires_grad=True))"],
+    "D61": ["v0 = torch.tensor([True, False])", "v1 = call_relu6(torch, v0)"],
+    "D62": ["v0 = torch.tensor([[[-2.5, 1.25, 2.0]]])", "v1 = v0.expand(2, 1, 3)", "v2 = torch.tensor([[[1.0, 1.0, -inf]]])",
+            "v3 = call_conv1d(torch, v1, v2, padding=1)"],
+    "D63": ["v0 = torch.tensor([nan, 0.0, 2.0, 0.0], requires_grad=True)", "v1 = v0.prod()", "v1.backward()"],
+    "D64": ["v0 = torch.tensor([inf, -inf, 1.0])", "v1 = call_gelu(torch, v0)"],
+    "D65": ["v0 = torch.tensor(0.5)", "v1 = call_binary_cross_entropy(torch, v0, torch.tensor(1.5))"],
+    "D66": ["v0 = torch.ones(1, 1, 2, 2, dtype=torch.float64)", "v1 = torch.ones(1, 1, 2, 2, dtype=torch.float64)",
+            "v2 = call_conv_transpose2d(torch, v0, v1, torch.tensor([1.0]))"],
+    "D67": ["v0 = torch.zeros((0, 3), dtype=torch.int64)", "v1 = torch.softmax(v0, 1)"],
+    "D68": ["v0 = torch.tensor([1.0, -3.0], requires_grad=True)", "v1 = torch.var_mean(v0)",
+            "h0 = v1[1].register_hook(lambda g: g + 1)", "v1[0].backward()"],
     "D57": ["v0 = torch.tensor([[[2, 4]]])", "v1 = v0.baddbmm(torch.tensor([[[6, 3]]]), torch.tensor([[[2, 2], [2, 2]]]), "
             "beta=0.5, alpha=-1.5)"],
     "D58": ["v0 = torch.tensor([[1.75, 0.25, -2.75], [2.75, -1.75, -0.5]], dtype=torch.float64)",
@@ -334,8 +349,9 @@ GROUPS = [
   ["D38a", "D38b"]),
  ("D39", "out= dtype checks", "torch raises",
   "Where torch requires out's dtype to be the result's (round, trunc, amin, amax, min/max, indices of "
-  "topk/sort/kthvalue/median that are not int64, values of another dtype), cextend casts.",
-  ["D39a", "D39b", "D39c", "D39d"]),
+  "topk/sort/kthvalue/median that are not int64, values of another dtype, a bool out for any/all), cextend "
+  "casts; and where torch computes in out's dtype (cumsum(float, out=int64)), cextend refuses the cast.",
+  ["D39a", "D39b", "D39c", "D39d", "D39e", "D39f"]),
  ("D40", "out= where torch has no out= overload", "torch raises",
   "torch.sum(x), prod(x), std(x, bool), var(x, bool), median(x), nanmedian(x) (no dim), relu(x) and "
   "where(cond, x, number) take no out=; cextend accepts it.", ["D40a", "D40b", "D40c", "D40d"]),
@@ -369,7 +385,8 @@ GROUPS = [
  ("D48", "writing a value that requires grad into an integer tensor through a slice", "wrong metadata / cextend raises",
   "torch records history on the int tensor (requires_grad True, a grad_fn) when the write goes through a "
   "slice (and fill_ with such a value makes a later view raise 'Autograd not support dtype: Long'); through an "
-  "output of chunk or split, cextend raises the no_grad multi-output view error.", ["D48", "D48b", "D48c", "D48d"]),
+  "output of chunk, split or unbind (also one made under no_grad, of a bool tensor), cextend raises the view "
+  "errors torch keeps for differentiable dtypes.", ["D48", "D48b", "D48c", "D48d", "D48e"]),
  ("D49", "rebasing a transposed view after an in-place op through .view()", "cextend raises",
   "cextend regenerates the view with view(), which a transposed layout cannot take.", ["D49"]),
  ("D50", "a custom Function's mark_dirty resets a non-leaf's retained .grad", "wrong .grad, no error",
@@ -393,6 +410,20 @@ GROUPS = [
  ("D59", "var_mean/std_mean: the mean's gradient with an infinity in the row", "wrong gradient, no error",
   "torch: 1/n for every element; cextend: 0.", ["D59"]),
  ("D60", "atan2_ with a Python number", "torch raises", "As D16d for the in-place form (a number or a bool).", ["D60", "D60b"]),
+ ("D61", "relu6 (hardtanh) of a bool tensor", "torch raises", "", ["D61"]),
+ ("D62", "conv1d over a padded, batched input with an infinite weight", "wrong number, no error",
+  "torch skips the padding; cextend multiplies the padded zeros (0 * -inf = NaN) when the batch has more than "
+  "one sample.", ["D62"]),
+ ("D63", "prod's gradient with two zeros and a NaN", "different gradient, no error",
+  "torch's prod backward returns zeros when the input holds two or more zeros (the product of the others "
+  "always includes a zero); cextend multiplies through the NaN.", ["D63"]),
+ ("D64", "gelu at +-inf", "different number, no error", "torch: NaN at +inf (and -inf); cextend: inf.", ["D64"]),
+ ("D65", "binary_cross_entropy with a target outside [0, 1]", "torch raises", "", ["D65"]),
+ ("D66", "conv_transpose2d with a float32 bias and float64 operands", "cextend raises",
+  "torch computes (conv1d/conv2d raise in both).", ["D66"]),
+ ("D67", "softmax of an empty int64 tensor", "cextend raises", "torch returns the empty tensor.", ["D67"]),
+ ("D68", "a hook on var_mean's output that got no gradient", "torch raises",
+  "As D23 for var_mean/std_mean: torch calls the hook with None.", ["D68"]),
  ("D58", "einsum's contraction order", "different number at inf (order-dependent)",
   "torch contracts left to right here ((AB)C); with an infinity the order decides between -inf and NaN.",
   ["D58"]),

@@ -15,7 +15,7 @@ HEADER = ("import numpy as np\n"
           "nan, inf = float('nan'), float('inf')\n")
 
 _NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*\b")
-_CALL = re.compile(r"\b_\w+_call\b")
+_CALL = re.compile(r"\bcall_\w+\b")
 
 
 class Stmt:
