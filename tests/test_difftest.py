@@ -143,17 +143,20 @@ def test_a_planted_bug_is_found_and_shrunk(monkeypatch, one_thread):
     monkeypatch.setattr(cextend.Tensor, "__add__", wrong_add)
     summary = run_many(torch, cextend, 1, 60)
     assert summary.failed > 0
-    repro = next(repro for count, first, repro in summary.groups.values() if " + " in repro)
-    body = [line for line in repro.split("nan, inf = float('nan'), float('inf')\n")[1].splitlines()
-            if line.startswith("v")]
-    assert len(body) <= 4, repro
+    def body(repro):
+        """The program's statements, up to the one marked (the explanation follows it)."""
+        lines = repro.split("nan, inf = float('nan'), float('inf')\n")[1].split("# <-- disagreement")[0]
+        return [line for line in lines.splitlines() if line.startswith("v")]
+    repro = next(repro for count, first, repro in summary.groups.values()
+                 if any(" + " in line for line in body(repro)))
+    assert len(body(repro)) <= 4, repro
 
 
 def test_every_documented_deviation_is_in_the_readme():
     readme = open(os.path.join(os.path.dirname(__file__), os.pardir, "README.md")).read()
     listed = readme.split("Documented deviations")[1].split("\n#")[0]
     for deviation in allowlist.ALLOWED:
-        assert deviation.name in listed, deviation.name
+        assert deviation.name.lower() in listed.lower(), deviation.name
     for entry in allowlist.UNSPECIFIED:
         for op in entry.ops:
             assert "`%s`" % op in listed, op

@@ -240,6 +240,9 @@ REPROS.update({
     "D67": ["v0 = torch.zeros((0, 3), dtype=torch.int64)", "v1 = torch.softmax(v0, 1)"],
     "D68": ["v0 = torch.tensor([1.0, -3.0], requires_grad=True)", "v1 = torch.var_mean(v0)",
             "h0 = v1[1].register_hook(lambda g: g + 1)", "v1[0].backward()"],
+    "D69": ["v0 = torch.tensor([[[[0.5, 0.25], [1.0, 2.0]]]], requires_grad=True)", "v1 = call_avg_pool2d(torch, v0, 2)",
+            "v1.sum().backward(create_graph=True)"],
+    "D70": ["v0 = torch.tensor([[[0, -3, 2]]])", "v1 = torch.tensor([[[2, 6]]])", "v2 = call_conv1d(torch, v0, v1)"],
     "D57": ["v0 = torch.tensor([[[2, 4]]])", "v1 = v0.baddbmm(torch.tensor([[[6, 3]]]), torch.tensor([[[2, 2], [2, 2]]]), "
             "beta=0.5, alpha=-1.5)"],
     "D58": ["v0 = torch.tensor([[1.75, 0.25, -2.75], [2.75, -1.75, -0.5]], dtype=torch.float64)",
@@ -424,6 +427,10 @@ GROUPS = [
  ("D67", "softmax of an empty int64 tensor", "cextend raises", "torch returns the empty tensor.", ["D67"]),
  ("D68", "a hook on var_mean's output that got no gradient", "torch raises",
   "As D23 for var_mean/std_mean: torch calls the hook with None.", ["D68"]),
+ ("D69", "ops whose backward is not differentiable: the .grad under create_graph", "wrong metadata, no error",
+  "avg_pool2d's backward in cextend is not recorded under create_graph, so the .grad does not require grad (and a "
+  "double backward through it would silently give nothing); torch's does.", ["D69"]),
+ ("D70", "conv1d/conv2d on integer tensors", "cextend raises", "torch computes in int64.", ["D70"]),
  ("D58", "einsum's contraction order", "different number at inf (order-dependent)",
   "torch contracts left to right here ((AB)C); with an infinity the order decides between -inf and NaN.",
   ["D58"]),
