@@ -140,7 +140,9 @@ def unspecified(finding):
     target = line.split(" = ")[0].strip()
     op = finding.stmt.op.split(" [")[0].rstrip("_")
     for entry in UNSPECIFIED:
-        if op in entry.ops and all(d.field == "values" and d.path == target + entry.index_path
+        # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
+        if op in entry.ops and all((d.field == "values" and d.path == target + entry.index_path)
+                                   or (d.field == "zero sign" and d.path.startswith(target))
                                    for d in finding.differences):
             return entry
     return None
@@ -241,6 +243,7 @@ def _raises_at_out(side, *texts):
     return lambda f: raises(*texts)(f) and "out=" in f.stmt.code
 
 
+_CONV = ("call_conv1d", "call_conv2d", "call_conv_transpose2d")
 _OUT_IGNORED = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian")
 _OUT_AUTOGRAD = "functions with out=... arguments don't support automatic differentiation"
 _POW_HALF = ("** 0.5", "** -0.5", "pow(0.5", "pow_(0.5", "pow(-0.5", "pow_(-0.5")
@@ -268,7 +271,8 @@ OPEN = [
                 "where(c, x, number))", _raises_at_out("torch", "TypeError")),
     Open("D41", "memory-overlap checks: expanded targets of zero_/fill_/tril_/triu_, partial overlaps",
          any_of(cextend_raises("more than one element of the written-to tensor refers to a single memory"),
-                torch_raises("some elements of the input tensor and the written-to tensor refer to a single"))),
+                torch_raises("some elements of the input tensor and the written-to tensor refer to a single"),
+                cextend_raises("some elements of the input tensor and the written-to tensor refer to a single"))),
     Open("D42", "the saved tensors differ: a second backward, or an in-place change before backward",
          any_of(*[raises(text) for raises in (torch_raises, cextend_raises) for text in _SAVED])),
     Open("D43", "the sign of zeros (clamp/relu of -0.0, maximum/minimum of +-0, cumsum, pow(-0.0, 0.5))",
@@ -280,7 +284,9 @@ OPEN = [
          any_of(torch_raises("with a bool tensor is not supported"), torch_raises("not implemented for 'Bool'"),
                 state("dtype", code="**"),
                 torch_raises("only Tensors of floating point dtype can require gradients"),
-                cextend_raises("can't be cast to the desired output type Bool"))),
+                cextend_raises("can't be cast to the desired output type Bool"),
+                _all_of(cextend_raises("Integers to negative integer powers"), lambda f: "True **" in f.stmt.code
+                        or "False **" in f.stmt.code))),
     Open("D46", "expand() with no sizes", torch_raises("expand() missing")),
     Open("D47", "clamp_(tensor, number): torch accepts mixed bounds",
          cextend_raises("the bounds must both be Tensors or both numbers")),
@@ -289,9 +295,13 @@ OPEN = [
                 torch_raises("Autograd not support dtype"),
                 _all_of(cextend_raises("A view was created in no_grad mode"),
                         lambda f: "] = " in f.stmt.code or "copy_(" in f.stmt.code))),
-    Open("D49", "rebasing a transposed view after an in-place op through .view() raises",
-         _all_of(cextend_raises("view size is not compatible"), _history_has(".view("),
-                 lambda f: "backward(" in f.stmt.code)),
+    Open("D49", "rebasing a transposed view after an in-place op through .view() raises, through .reshape() "
+                "keeps the old history (wrong gradient)",
+         any_of(_all_of(cextend_raises("view size is not compatible"), _history_has(".view("),
+                        lambda f: "backward(" in f.stmt.code),
+                _all_of(state("values", path=".grad"), _history_has(".reshape(", ".view(", ".flatten("),
+                        _history_has(".t()", ".transpose(", ".T", ".mT", ".permute(", ".movedim("),
+                        _history_has("_(", "] = ", " *= ", " += ", " -= ", " /= ")))),
     Open("D50", "a custom Function's mark_dirty resets a non-leaf's retained .grad in torch",
          state("type", path=".grad", code=("MulDirty", "DirtyNotReturned"))),
     Open("D51", "a view's grad_fn after base.detach_() and an in-place op", state("grad_fn is None", before="detach_()")),
@@ -303,8 +313,9 @@ OPEN = [
          _all_of(cextend_raises("to have the same dtype"), lambda f: "einsum" in f.stmt.code)),
     Open("D56", "result layouts: reshape() of flip/rot90's result views in one library and copies in the other; "
                 "view() of a clone of an expanded tensor, or of a pointwise result of mixed layouts",
-         any_of(_all_of(state("values"), _history_has(".flip(", ".rot90(", ".fliplr(", ".flipud("),
+         any_of(_all_of(state("values"), _history_has(".flip(", ".rot90(", ".fliplr(", ".flipud(", ".clone()"),
                         _history_has(".reshape(", ".flatten(", ".view(")),
+                state(("requires_grad", "grad_fn is None"), code=(".flatten(", ".reshape(")),
                 torch_raises("view size is not compatible"),
                 _all_of(cextend_raises("view size is not compatible"),
                         lambda f: "backward(" not in f.stmt.code))),
@@ -314,7 +325,7 @@ OPEN = [
          any_of(state("values", code="einsum"), state("values", path=".grad", before="einsum"))),
     Open("D61", "relu6 (hardtanh) of a bool tensor", torch_raises("Bool inputs not supported for hardtanh")),
     Open("D62", "conv1d over a padded, batched input: 0 * inf from the padding",
-         state("values", code=("call_conv1d", "call_conv2d", "call_conv_transpose2d"))),
+         any_of(state("values", code=_CONV), state("values", path=".grad", before=_CONV))),
     Open("D63", "prod's gradient with two zeros and a NaN", state("values", path=".grad", before="prod(")),
     Open("D64", "gelu at +-inf: torch NaN", state("values", code="call_gelu")),
     Open("D65", "binary_cross_entropy with a target outside [0, 1]", torch_raises("all elements of target should be")),
@@ -323,8 +334,18 @@ OPEN = [
     Open("D67", "softmax of an empty int64 tensor raises", cextend_raises("softmax_lastdim_kernel_impl")),
     Open("D69", "avg_pool2d's backward is not differentiable: the .grad under create_graph has no history",
          state(("requires_grad", "grad_fn is None"), path=".grad", code="create_graph=True")),
-    Open("D70", "conv on integer tensors raises", _all_of(cextend_raises("input must be float32 or float64, got int"),
-                                                          lambda f: "call_conv" in f.stmt.code)),
+    Open("D70", "conv and pooling on integer tensors raise",
+         cextend_raises("input must be float32 or float64, got int")),
+    Open("D71", "polygamma(2, inf): torch NaN", state("values", code="polygamma")),
+    Open("D72", "huber_loss of mixed float dtypes: torch's backward raises",
+         _all_of(torch_raises("Found dtype"), _history_has("call_huber_loss", "call_smooth_l1_loss"))),
+    Open("D73", "dropout of an integer tensor with p=1 raises",
+         _all_of(cextend_raises("can't be cast to the desired output type"), lambda f: "dropout" in f.stmt.code)),
+    Open("D74", "kl_div's gradient where the target is not positive", state("values", path=".grad", before="call_kl_div")),
+    Open("D75", "addcdiv_ with an integer divisor: torch's backward raises",
+         _all_of(torch_raises("can't be cast to the desired output type"), _history_has("addcdiv"))),
+    Open("D76", "backward(inputs=[unrelated]) from a root that retains its grad: torch fills root.grad",
+         state("type", path=".grad", code="inputs=[")),
     Open("D68", "a hook on var_mean's unused output: torch calls it with None",
          _all_of(torch_raises("NoneType"), _history_has("var_mean", "std_mean"), _history_has("register_hook"))),
     Open("D59", "var_mean/std_mean: the mean's gradient with an infinity in the row is 0",

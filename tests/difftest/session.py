@@ -156,8 +156,10 @@ class Session:
 
 
 def _holds_float32(d):
+    """Whether d holds float32 data, or integers and bools (torch computes
+    a float result from those in the default float32, even into a float64 out=)."""
     if d[0] == "tensor":
-        return d[1]["dtype"] in ("float32", "float16", "bfloat16")
+        return d[1]["dtype"] != "float64"
     if d[0] == "seq":
         return any(_holds_float32(x) for x in d[2])
     return False
