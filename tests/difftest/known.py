@@ -264,6 +264,13 @@ REPROS.update({
             "v2 = v0.addcdiv_(v1, torch.tensor([2, 4]))", "v2.sum().backward()"],
     "D76": ["v0 = torch.tensor([1.0, 2.0], requires_grad=True)", "v1 = v0.sum()", "v2 = torch.tensor([1.0], requires_grad=True)",
             "v1.retain_grad()", "v1.backward(inputs=[v2])"],
+    "D69b": ["v0 = torch.ones(1, 1, 2, 2)", "v1 = torch.ones(1, 1, 2, 2, requires_grad=True)",
+             "v2 = call_conv_transpose2d(torch, v0, v1)", "v3 = torch.autograd.grad(v2.sum(), [v1], create_graph=True)"],
+    "D77": ["v0 = torch.tensor([[[[2.75, -2.25]], [[0.5, -2.5]]], [[[-0.75, 2.25]], [[-1.75, -0.0]]]])",
+            "v1 = call_batch_norm(torch, v0, torch.zeros(2), torch.ones(2), torch.tensor([0.25, -inf]), "
+            "torch.tensor([0.25, -0.5]), training=True, momentum=0.0)"],
+    "D78": ["v0 = torch.tensor([9.5, 1.0])", "v1 = v0.tanh()", "v2 = v1.atanh()"],
+    "D79": ["v0 = torch.tensor([[2.0, 1.25, -0.5], [0.0, 0.75, 1.0]])", "v1 = v0.repeat_interleave(2, 1)", "v1.detach_()"],
     "D57": ["v0 = torch.tensor([[[2, 4]]])", "v1 = v0.baddbmm(torch.tensor([[[6, 3]]]), torch.tensor([[[2, 2], [2, 2]]]), "
             "beta=0.5, alpha=-1.5)"],
     "D58": ["v0 = torch.tensor([[1.75, 0.25, -2.75], [2.75, -1.75, -0.5]], dtype=torch.float64)",
@@ -458,7 +465,9 @@ GROUPS = [
   "As D23 for var_mean/std_mean: torch calls the hook with None.", ["D68"]),
  ("D69", "ops whose backward is not differentiable: the .grad under create_graph", "wrong metadata, no error",
   "avg_pool2d's backward in cextend is not recorded under create_graph, so the .grad does not require grad (and a "
-  "double backward through it would silently give nothing); torch's does.", ["D69"]),
+  "double backward through it would silently give nothing); torch's does. Likewise conv_transpose2d's weight "
+  "gradient from autograd.grad(create_graph=True): torch's requires grad (its backward node takes the weight "
+  "as an input), cextend's does not.", ["D69", "D69b"]),
  ("D70", "conv1d/conv2d, max_pool2d and avg_pool2d on integer tensors", "cextend raises", "torch computes in int64.",
   ["D70", "D70b", "D70c"]),
  ("D71", "polygamma(2, inf)", "different number, no error", "torch: NaN; cextend: -0.0.", ["D71"]),
@@ -474,6 +483,15 @@ GROUPS = [
   "steering around.", ["D75"]),
  ("D76", "backward(inputs=[unrelated]) from a root that retains its grad", "wrong .grad, no error",
   "torch still fills the root's .grad (1.0); cextend leaves it None.", ["D76"]),
+ ("D77", "batch_norm with an infinite weight", "different number, no error",
+  "torch folds the weight into a scale and a shift, so x_hat * -inf becomes inf - inf = NaN where cextend "
+  "gives +-inf.", ["D77"]),
+ ("D78", "float32 tanh near 1", "different number (1 ulp, amplified)",
+  "tanh(9.5) in float32 is 1.0 in torch (correctly rounded) and 0.99999994 in cextend (numpy's float32 tanh), "
+  "so atanh of it is inf against 8.66.", ["D78"]),
+ ("D79", "repeat_interleave's result is a view in torch", "torch raises",
+  "torch's repeat_interleave(int) returns a view of an internal expanded tensor (detach_() raises \"Can't "
+  "detach views in-place\").", ["D79"]),
  ("D58", "einsum's contraction order", "different number at inf (order-dependent)",
   "torch contracts left to right here ((AB)C); with an infinity the order decides between -inf and NaN.",
   ["D58"]),
