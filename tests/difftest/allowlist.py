@@ -250,6 +250,26 @@ _POW_HALF = ("** 0.5", "** -0.5", "pow(0.5", "pow_(0.5", "pow(-0.5", "pow_(-0.5"
 _SAVED = ("backward through the graph a second time", "modified by an inplace operation")
 
 
+def _reshape_result_aliasing(f):
+    """After an in-place op, only values made by reshape()/flatten() differ: a
+    view in one library and a copy in the other (the input's layout differs)."""
+    if f.kind != "state" or not f.differences:
+        return False
+    made = {}
+    for s in f.history:
+        line = s.code.splitlines()[-1].strip()
+        if " = " in line:
+            target, expression = line.split(" = ", 1)
+            made[target.strip()] = expression
+    return all(d.field == "values" and any(m in made.get(d.path, "") for m in (".reshape(", ".flatten("))
+               for d in f.differences if d.path != f.stmt.code.split(" = ")[0].strip()) and \
+        any(d.path in made for d in f.differences)
+
+
+def _nan_where_torch_is_finite(f):
+    return all("nan" in str(d.cextend) and "nan" not in str(d.torch) for d in f.differences)
+
+
 def _history_has(*texts):
     return lambda f: any(t in s.code for s in f.history for t in texts)
 
@@ -266,7 +286,8 @@ OPEN = [
     Open("D39", "out= dtype checks torch makes (out's dtype must be the result's)",
          any_of(_raises_at_out("torch", "RuntimeError", "type"), _raises_at_out("torch", "RuntimeError", "dtype"),
                 _raises_at_out("torch", "RuntimeError", "only supports bool tensor for result"),
-                _raises_at_out("cextend", "can't be cast to the desired output type"))),
+                _raises_at_out("cextend", "can't be cast to the desired output type"),
+                _raises_at_out("torch", "must match the size"), _raises_at_out("cextend", "cannot be resized"))),
     Open("D40", "out= where torch has no out= overload (sum(x), prod(x), std(x, bool), median(x), relu, "
                 "where(c, x, number))", _raises_at_out("torch", "TypeError")),
     Open("D41", "memory-overlap checks: expanded targets of zero_/fill_/tril_/triu_, partial overlaps",
@@ -292,7 +313,7 @@ OPEN = [
          cextend_raises("the bounds must both be Tensors or both numbers")),
     Open("D48", "a value requiring grad written into an integer tensor through a slice (torch records history)",
          any_of(state(("requires_grad", "grad_fn is None"), code="] = "),
-                torch_raises("Autograd not support dtype"),
+                torch_raises("Autograd not support dtype"), cextend_raises("Autograd not support dtype"),
                 _all_of(cextend_raises("A view was created in no_grad mode"),
                         lambda f: "] = " in f.stmt.code or "copy_(" in f.stmt.code))),
     Open("D49", "rebasing a transposed view after an in-place op through .view() raises, through .reshape() "
@@ -316,7 +337,7 @@ OPEN = [
          any_of(_all_of(state("values"), _history_has(".flip(", ".rot90(", ".fliplr(", ".flipud(", ".clone()"),
                         _history_has(".reshape(", ".flatten(", ".view(")),
                 state(("requires_grad", "grad_fn is None"), code=(".flatten(", ".reshape(")),
-                torch_raises("view size is not compatible"),
+                torch_raises("view size is not compatible"), _reshape_result_aliasing,
                 _all_of(cextend_raises("view size is not compatible"),
                         lambda f: "backward(" not in f.stmt.code))),
     Open("D57", "baddbmm/addmm on integer tensors with fractional beta/alpha",
@@ -334,7 +355,7 @@ OPEN = [
     Open("D67", "softmax of an empty int64 tensor raises", cextend_raises("softmax_lastdim_kernel_impl")),
     Open("D69", "avg_pool2d's backward is not differentiable: the .grad under create_graph has no history "
                 "(and conv_transpose2d's weight gradient)",
-         _all_of(state(("requires_grad", "grad_fn is None"), code="create_graph=True"), _history_has("call_"))),
+         state(("requires_grad", "grad_fn is None"), code="create_graph=True")),
     Open("D77", "batch_norm with an infinite weight", state("values", code="call_batch_norm")),
     Open("D78", "float32 tanh near 1 (numpy's is 1 ulp below torch's 1.0), amplified by atanh",
          _all_of(state("values", code="atanh"), _history_has("tanh("))),
@@ -351,6 +372,22 @@ OPEN = [
          _all_of(torch_raises("can't be cast to the desired output type"), _history_has("addcdiv"))),
     Open("D76", "backward(inputs=[unrelated]) from a root that retains its grad: torch fills root.grad",
          state("type", path=".grad", code="inputs=[")),
+    Open("D41", "x.mul_(view of x) through .data: torch reads the operand as it overwrites it",
+         _all_of(state("values"), lambda f: ".data." in f.stmt.code and "_(" in f.stmt.code)),
+    Open("D80", "torch's internal asserts (torch bugs)", torch_raises("INTERNAL ASSERT FAILED")),
+    Open("D81", "cross_entropy with infinite logits in ignored rows", state("values", code="call_cross_entropy")),
+    Open("D82", "linear with a bias of another float dtype raises",
+         _all_of(cextend_raises("bias must have the input's dtype"), lambda f: "call_linear" in f.stmt.code)),
+    Open("D83", "setitem's backward for an overwritten region: g * 0",
+         _all_of(state("values", path=".grad"), _history_has("] = "), _nan_where_torch_is_finite)),
+    Open("D84", "index_fill of an infinity into an integer tensor",
+         _all_of(torch_raises("without overflow"), lambda f: "index_fill" in f.stmt.code)),
+    Open("D85", "nll_loss over a non-contiguous 4-d input: torch's backward raises (a torch bug)",
+         torch_raises("grad_input must be contiguous")),
+    Open("D86", "retained .grad of a custom Function's outputs after an in-place op on a sibling",
+         _all_of(state("type", path=".grad"), _history_has("inputs=["), _history_has(".apply("))),
+    Open("D87", "lerp_ does not check that the result keeps self's shape",
+         _all_of(torch_raises("doesn't match the broadcast shape"), lambda f: "lerp_(" in f.stmt.code)),
     Open("D68", "a hook on var_mean's unused output: torch calls it with None",
          _all_of(torch_raises("NoneType"), _history_has("var_mean", "std_mean"), _history_has("register_hook"))),
     Open("D59", "var_mean/std_mean: the mean's gradient with an infinity in the row is 0",

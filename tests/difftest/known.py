@@ -271,6 +271,30 @@ REPROS.update({
             "torch.tensor([0.25, -0.5]), training=True, momentum=0.0)"],
     "D78": ["v0 = torch.tensor([9.5, 1.0])", "v1 = v0.tanh()", "v2 = v1.atanh()"],
     "D79": ["v0 = torch.tensor([[2.0, 1.25, -0.5], [0.0, 0.75, 1.0]])", "v1 = v0.repeat_interleave(2, 1)", "v1.detach_()"],
+    "D41g": ["v0 = torch.tensor([[-0.25, 1.5], [0.0, -1.25], [1.25, -1.75]])", "v1 = v0.T", "v2 = v1.data.mul_(v1[0])"],
+    "D69c": ["v0 = torch.tensor([[-0.0625, 1.6875], [1.8125, 1.375]], requires_grad=True)", "v1 = torch.relu(v0)",
+             "v1.sum().backward(create_graph=True)"],
+    "D39g": ["v0 = torch.ones(2, 3)", "v1 = torch.ones(3, 2)", "v2 = torch.zeros(4, 3)[::2]",
+             "with torch.no_grad():\n    v3 = torch.matmul(v0, v1, out=v2)"],
+    "D48f": ["v0 = torch.tensor([[-3, -3], [3, -3]])",
+             "v1 = v0.index_fill_(0, torch.tensor([1]), torch.tensor(0.75, requires_grad=True))"],
+    "D80a": ["v0 = torch.tensor(-2.75, requires_grad=True)", "v1 = True ** v0", "v1.backward()"],
+    "D80b": ["v0 = torch.tensor([0, -2])", "v1 = torch.tensor(-1.0, requires_grad=True)",
+             "v2 = v0.masked_fill_(torch.tensor([True, True]), v1)", "v3 = v2 - torch.tensor(2.5)", "v3.mean().backward()"],
+    "D81": ["v0 = torch.tensor([[-inf, 0.1875, 0.6875], [0.6875, 0.375, -0.9375]])",
+            "v1 = call_cross_entropy(torch, v0, torch.tensor([1, 2]), ignore_index=1)"],
+    "D82": ["v0 = torch.tensor([-0.625]).expand(4)", "v1 = torch.ones(4, 3)",
+            "v2 = torch.tensor([-0.25], dtype=torch.float64).expand(3)", "v3 = call_linear(torch, v0, v1.t(), v2)"],
+    "D83": ["v0 = torch.zeros(2, dtype=torch.float64)", "v1 = torch.tensor([2.5], requires_grad=True)", "v0[0] = v1.sum()",
+            "v0[torch.tensor([0])] = torch.tensor([0.25], dtype=torch.float64)", "v2 = torch.tensor([-2.25, 1.5]) ** v0",
+            "v2.sum().backward()"],
+    "D84": ["v0 = torch.tensor([[-3, -3], [3, -3]])", "v1 = torch.index_fill(v0, 0, torch.tensor([1]), torch.tensor(-inf))"],
+    "D85": ["v0 = torch.tensor([[[[2.0, -2.5], [-2.0, 2.25]], [[0.75, -2.5], [-0.25, 2.0]]]], requires_grad=True)",
+            "v1 = v0.transpose(-1, -2)", "v2 = call_nll_loss(torch, v1, torch.tensor([[[0, 0], [1, 0]]]), reduction='none')",
+            "v2.sum().backward()"],
+    "D86": ["v0 = torch.tensor([-2.5, 0.5], requires_grad=True)", "v1 = v0 * 2", "v2 = NoMaterialize.apply(v1)",
+            "v1.mean().backward(inputs=[v2[0], v2[1]])", "v3 = v2[1].mul_(-inf)", "v2[0].mean().backward()"],
+    "D87": ["v0 = torch.tensor(0.25)", "v1 = v0.lerp_(torch.tensor(-0.0), torch.tensor([1.0]))"],
     "D57": ["v0 = torch.tensor([[[2, 4]]])", "v1 = v0.baddbmm(torch.tensor([[[6, 3]]]), torch.tensor([[[2, 2], [2, 2]]]), "
             "beta=0.5, alpha=-1.5)"],
     "D58": ["v0 = torch.tensor([[1.75, 0.25, -2.75], [2.75, -1.75, -0.5]], dtype=torch.float64)",
@@ -381,8 +405,10 @@ GROUPS = [
  ("D39", "out= dtype checks", "torch raises",
   "Where torch requires out's dtype to be the result's (round, trunc, amin, amax, min/max, indices of "
   "topk/sort/kthvalue/median that are not int64, values of another dtype, a bool out for any/all), cextend "
-  "casts; and where torch computes in out's dtype (cumsum(float, out=int64)), cextend refuses the cast.",
-  ["D39a", "D39b", "D39c", "D39d", "D39e", "D39f"]),
+  "casts; and where torch computes in out's dtype (cumsum(float, out=int64)), cextend refuses the cast. "
+  "Shapes: torch resizes an out that is a view of another tensor (matmul), cextend refuses; a batched "
+  "matmul into a sliced out of the wrong shape raises in torch only.",
+  ["D39a", "D39b", "D39c", "D39d", "D39e", "D39f", "D39g"]),
  ("D40", "out= where torch has no out= overload", "torch raises",
   "torch.sum(x), prod(x), std(x, bool), var(x, bool), median(x), nanmedian(x) (no dim), relu(x) and "
   "where(cond, x, number) take no out=; cextend accepts it.", ["D40a", "D40b", "D40c", "D40d"]),
@@ -390,7 +416,9 @@ GROUPS = [
   "torch lets zero_, fill_, tril_ and triu_ (and out= of tril/triu) write into an expanded tensor, cextend "
   "raises; torch raises when the source of a write partly overlaps the destination (`x[0] = x`, "
   "`x.add_(x[0])` through another alias), cextend computes; and cextend sees an overlap between two "
-  "columns of one tensor (unbind(1) outputs), which share no element.", ["D41a", "D41b", "D41c", "D41d", "D41e", "D41f"]),
+  "columns of one tensor (unbind(1) outputs), which share no element. D41g: `y.mul_(y[0])` through .data, "
+  "which torch does not refuse: torch reads the operand as its own loop overwrites it, cextend reads a copy "
+  "(torch's answer depends on its loop order: a candidate for steering around).", ["D41a", "D41b", "D41c", "D41d", "D41e", "D41f", "D41g"]),
  ("D42", "a second backward and in-place changes: the saved tensors differ", "error parity (both directions)",
   "torch saves what its formula needs for the inputs that require grad: a Python number multiplied in is "
   "saved (as a wrapped tensor), so a second backward raises; addcmul and scatter_add save nothing when only "
@@ -419,7 +447,7 @@ GROUPS = [
   "torch records history on the int tensor (requires_grad True, a grad_fn) when the write goes through a "
   "slice (and fill_ with such a value makes a later view raise 'Autograd not support dtype: Long'); through an "
   "output of chunk, split or unbind (also one made under no_grad, of a bool tensor), cextend raises the view "
-  "errors torch keeps for differentiable dtypes.", ["D48", "D48b", "D48c", "D48d", "D48e"]),
+  "errors torch keeps for differentiable dtypes.", ["D48", "D48b", "D48c", "D48d", "D48e", "D48f"]),
  ("D49", "rebasing a transposed view after an in-place op through .view() or .reshape()",
   "cextend raises / WRONG GRADIENT, no error",
   "After `v3 = v1.view(...)` (or a reshape that views) is modified in place, an older transposed view `v2 = "
@@ -467,7 +495,8 @@ GROUPS = [
   "avg_pool2d's backward in cextend is not recorded under create_graph, so the .grad does not require grad (and a "
   "double backward through it would silently give nothing); torch's does. Likewise conv_transpose2d's weight "
   "gradient from autograd.grad(create_graph=True): torch's requires grad (its backward node takes the weight "
-  "as an input), cextend's does not.", ["D69", "D69b"]),
+  "as an input), cextend's does not; and relu's (torch records threshold_backward, whose result requires grad).",
+  ["D69", "D69b", "D69c"]),
  ("D70", "conv1d/conv2d, max_pool2d and avg_pool2d on integer tensors", "cextend raises", "torch computes in int64.",
   ["D70", "D70b", "D70c"]),
  ("D71", "polygamma(2, inf)", "different number, no error", "torch: NaN; cextend: -0.0.", ["D71"]),
@@ -492,6 +521,29 @@ GROUPS = [
  ("D79", "repeat_interleave's result is a view in torch", "torch raises",
   "torch's repeat_interleave(int) returns a view of an internal expanded tensor (detach_() raises \"Can't "
   "detach views in-place\").", ["D79"]),
+ ("D80", "torch's internal asserts", "torch raises (torch bugs)",
+  "`True ** x` (x float, requiring grad) then backward, and backward through an int tensor that masked_fill_ "
+  "gave a value requiring grad: torch fails an INTERNAL ASSERT. Candidates for steering around.",
+  ["D80a", "D80b"]),
+ ("D81", "cross_entropy with infinite logits", "wrong number, no error",
+  "A row whose target is ignore_index (or -100) still poisons the mean with NaN in cextend; torch skips it. "
+  "The same with label_smoothing and an inf logit.", ["D81"]),
+ ("D82", "linear with a bias of another float dtype (1-d input, transposed weight)", "cextend raises",
+  "torch computes (matmul + add promote).", ["D82"]),
+ ("D83", "setitem's backward for an overwritten region", "wrong gradient, no error",
+  "The gradient of a value written by setitem and later overwritten is exactly 0 in torch; cextend multiplies "
+  "the incoming gradient by 0, so a NaN or inf there (pow's gradient at a negative base) becomes NaN. The D20 "
+  "family.", ["D83"]),
+ ("D84", "index_fill of an infinity into an integer tensor", "torch raises", "", ["D84"]),
+ ("D85", "nll_loss over a non-contiguous 4-d input, reduction='none': backward", "torch raises (a torch bug)",
+  "torch's backward raises 'grad_input must be contiguous'. Candidate for steering around.", ["D85"]),
+ ("D86", "retained .grad of a custom Function's outputs after an in-place op on a sibling output",
+  "wrong .grad, no error",
+  "backward(inputs=[out0, out1]) retains both; after out1.mul_(...), a backward through out0 leaves "
+  "out0.grad None in torch; cextend fills it.", ["D86"]),
+ ("D87", "lerp_ on a 0-d tensor with a weight of shape [1]", "torch raises",
+  "torch checks that the in-place result keeps self's shape ('output with shape [] doesn't match the "
+  "broadcast shape [1]'); cextend's lerp_ does not.", ["D87"]),
  ("D58", "einsum's contraction order", "different number at inf (order-dependent)",
   "torch contracts left to right here ((AB)C); with an infinity the order decides between -inf and NaN.",
   ["D58"]),
@@ -564,8 +616,9 @@ HEADER = """# Disagreements between cextend and torch 2.13 found by the differen
 
 Found by `tests/difftest` (make test: 2,000 programs, seed 20260; plus runs of
 3,000 programs for seeds 1-8 on the first core and 11-13 after merging main at
-9e49d4f; D37-D70 by runs of 3,000-5,000 programs after merging main at
-6bfdfb6 and f0d0437, with the tester's out= forms and zero-sign comparison).
+9e49d4f; D37-D87 after merging main at 6bfdfb6 and f0d0437, by runs of
+3,000-5,000 programs and two fuzz passes of 50,000 programs (seeds 7101-7110
+and 8101-8110), with the tester's new out= forms and zero-sign comparison).
 Each open one is parked as an OPEN entry with the same id in
 `tests/difftest/allowlist.py`, so `make test` stays green; remove the entry
 when the fix lands (the tester then checks it on every run). Repros that no
