@@ -234,23 +234,40 @@ def finish_inplace(t, node, output_nr=0):
     return t
 
 
-def check_out(out, name, *inputs):
-    """out= is a plain buffer: torch refuses it when history would be needed."""
+def check_out(out, name, *inputs, differentiable=True):
+    """out= is a plain buffer: torch refuses it when a differentiable op
+    would need history (non-differentiable ops, comparisons say, accept it)."""
     from cextend.tensor import Tensor
     if not isinstance(out, Tensor):
         raise TypeError("%s(): argument 'out' must be Tensor, not %s" % (name, type(out).__name__))
-    if grad_mode.is_grad_enabled() and (needs_grad(*inputs) or out.requires_grad):
+    if differentiable and grad_mode.is_grad_enabled() and (needs_grad(*inputs) or out.requires_grad):
         raise RuntimeError("%s(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad." % name)
 
 
-def write_out(out, array, name):
-    """Store a result into out= (resized if its shape differs, cast to its dtype)."""
+def no_out(out, name):
+    """torch has no out= overload for this call: refuse it as its parser does."""
+    if out is not None:
+        raise TypeError("%s() received an invalid combination of arguments - got an unexpected "
+                        "keyword argument 'out' for this overload" % name)
+
+
+def write_out(out, array, name, strict=False, cast=False):
+    """Store a result into out= (resized if its shape differs, cast to its dtype).
+
+    strict: out must have the result's dtype (torch's rule for reductions
+    such as amax, sort's values, rounding); cast: any dtype is accepted
+    (the op computes in out's dtype, as cumsum does)."""
     from cextend._device import DeviceArray
     check_writable(out)
     source = np.dtype(array.dtype)
     if source != out._data.dtype:
-        check_inplace_cast(source, out._data.dtype)
+        if strict:
+            from cextend._promotion import _torch_name
+            raise RuntimeError("%s(): expected out to have dtype %s, but got %s"
+                               % (name, _torch_name(source), _torch_name(out._data.dtype)))
+        if not cast:
+            check_inplace_cast(source, out._data.dtype)
     if out._data.shape != array.shape:
         if out._data.size:
             import warnings
@@ -267,6 +284,29 @@ def write_out(out, array, name):
         out._data[...] = array
     out._version_counter[0] += 1
     return out
+
+
+def finish_out(out, result, name, *inputs, **options):
+    """An op computed as usual, then stored into out= with torch's checks
+    (the result carries no history: out= refuses inputs that need grad)."""
+    check_out(out, name, *inputs)
+    return write_out(out, result._data, name, **options)
+
+
+def write_outs(out, values, indices, name, return_type):
+    """out=(values, indices) of a reduction with indices: both written (torch
+    requires the input's dtype and int64), returned as torch's *_out tuple."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError("%s(): argument 'out' must be tuple of Tensors" % name)
+    out_values, out_indices = out
+    check_out(out_values, name)
+    check_out(out_indices, name)
+    if out_indices._data.dtype != np.int64:
+        raise RuntimeError("Expected out tensor to have dtype long int, but got %s instead"
+                           % out_indices._data.dtype)
+    write_out(out_values, values._data, name, strict=True)
+    write_out(out_indices, indices._data, name, strict=True)
+    return return_type(out_values, out_indices)
 
 
 def common_dtype(*operands):

@@ -44,6 +44,7 @@ class Binary:
         self.result = result
         self.check = check
         self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
+        self.differentiable_out = backward is not None
 
     def dtypes(self, a, b):
         """(computing dtype, output dtype)."""
@@ -119,7 +120,9 @@ class Binary:
         if ot != rt:
             data = data.astype(ot, copy=False)
         if out is not None:
-            rec.check_out(out, self.name, a, b)
+            # comparisons, logical ops and floor_divide have no derivative:
+            # torch accepts their out= even when an input requires grad
+            rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
             return rec.write_out(out, _as_ndarray(data, ot), self.name)
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b):
@@ -333,10 +336,39 @@ _REMAINDER = Binary("remainder", _remainder, _remainder_backward, saves=_keep_fo
                     check=_remainder_check)
 _FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=_keep_for_other, check=_fmod_check)
 _ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=_keep_both, result="float")
-_MAXIMUM = Binary("maximum", np.maximum, _maximum_backward, saves=_keep_both)
-_MINIMUM = Binary("minimum", np.minimum, _minimum_backward, saves=_keep_both)
-_FMAX = Binary("fmax", np.fmax, _fmax_backward, saves=_keep_both)
-_FMIN = Binary("fmin", np.fmin, _fmin_backward, saves=_keep_both)
+def torch_maximum(a, b):
+    """torch's maximum: b only where it is larger (so of 0.0 and -0.0 the
+    first operand wins, where numpy's maximum may pick either); NaN wins."""
+    if np.asarray(a).dtype.kind != "f" and np.asarray(b).dtype.kind != "f":
+        return np.maximum(a, b)
+    out = np.where(b > a, b, a)
+    return np.where(b != b, b, out)        # a NaN in b (a NaN in a is kept above)
+
+
+def torch_minimum(a, b):
+    if np.asarray(a).dtype.kind != "f" and np.asarray(b).dtype.kind != "f":
+        return np.minimum(a, b)
+    out = np.where(b < a, b, a)
+    return np.where(b != b, b, out)
+
+
+def torch_fmax(a, b):
+    """fmax: NaN is ignored; otherwise as torch_maximum."""
+    if np.asarray(a).dtype.kind != "f" and np.asarray(b).dtype.kind != "f":
+        return np.fmax(a, b)
+    return np.where((b > a) | (a != a), b, a)
+
+
+def torch_fmin(a, b):
+    if np.asarray(a).dtype.kind != "f" and np.asarray(b).dtype.kind != "f":
+        return np.fmin(a, b)
+    return np.where((b < a) | (a != a), b, a)
+
+
+_MAXIMUM = Binary("maximum", torch_maximum, _maximum_backward, saves=_keep_both)
+_MINIMUM = Binary("minimum", torch_minimum, _minimum_backward, saves=_keep_both)
+_FMAX = Binary("fmax", torch_fmax, _fmax_backward, saves=_keep_both)
+_FMIN = Binary("fmin", torch_fmin, _fmin_backward, saves=_keep_both)
 
 
 def _alpha(input, other, alpha, op):
@@ -505,12 +537,30 @@ def _integer_power(x, y):
     return np.where(y_arr < 0, negative, safe).astype(safe.dtype)
 
 
+_SCALAR_POWERS = {
+    # torch's pow(Tensor, number) kernel computes these exponents this way
+    0.5: np.sqrt,
+    -0.5: lambda x: 1 / np.sqrt(x),
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    -1: lambda x: 1 / x,
+    -2: lambda x: 1 / (x * x),
+}
+
+
 def _power(x, y):
-    """np.power with C's pow at -inf: numpy's SIMD power gives NaN for
-    (-inf) ** 0.5 where C (and torch) give inf."""
+    """np.power where it agrees with torch; torch's special kernels for the
+    exponents 0.5, -0.5, 2, 3, -1, -2 (a number); C's pow at -inf and at 0
+    (numpy's SIMD power gives NaN for (-inf) ** 0.5 and -0.0 for (-0.0) ** 0.5)."""
     if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu":
         return _integer_power(x, y)
+    if type(y) in (int, float) and type(x) is np.ndarray and x.dtype.kind == "f":
+        special = _SCALAR_POWERS.get(y)
+        if special is not None:
+            return special(x)
     out = np.power(x, y)
+    if type(x) is np.ndarray and x.dtype.kind == "f" and type(y) is np.ndarray:
+        out = np.where((x == 0) & (y > 0), np.abs(out), out) if (x == 0).any() else out
     if type(x) is np.ndarray and x.dtype.kind == "f":
         negative_inf = np.isneginf(x)
         if negative_inf.any():

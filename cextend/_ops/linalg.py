@@ -167,7 +167,7 @@ def bmm(input, mat2, *, out=None):
                            "got: [%d, %d]." % (a._data.shape[0], a._data.shape[2], b._data.shape[0],
                                                b._data.shape[1]))
     result = _batched(a, b)
-    return result if out is None else rec.write_out(out, result._data, "bmm")
+    return result if out is None else rec.finish_out(out, result, "bmm", a, b)
 
 
 def _addmm_backward(node, g, mat1, mat2):
@@ -219,7 +219,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "addmm")
     result = _add_scaled_product("addmm", _AddmmNode, input, a, b, beta, alpha, gemm(a._data, b._data))
-    return result if out is None else rec.write_out(out, result._data, "addmm")
+    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -232,7 +232,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_same_dtype(a, b, "baddbmm")
     result = _add_scaled_product("baddbmm", _BaddbmmNode, input, a, b, beta, alpha,
                                  batched_gemm(a._data, b._data))
-    return result if out is None else rec.write_out(out, result._data, "baddbmm")
+    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b)
 
 
 def mv(input, vec, *, out=None):
@@ -257,7 +257,7 @@ def outer(input, vec2, *, out=None):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError("outer: expected 1-D tensors, got %dD and %dD" % (a._data.ndim, b._data.ndim))
     result = a.unsqueeze(1) * b.unsqueeze(0)
-    return result if out is None else rec.write_out(out, result._data, "outer")
+    return result if out is None else rec.finish_out(out, result, "mul", a, b)
 
 
 def _bmm_samples(rng):

@@ -251,8 +251,8 @@ def _relu(x):
         out = DeviceArray(x.shape, x.dtype)
         runtime().relu(x, out)
         return out
-    # maximum (not where) so NaN propagates, as torch's relu does.
-    return np.maximum(x, x.dtype.type(0))
+    # 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as in torch
+    return np.where(x < 0, x.dtype.type(0), x)
 
 
 relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True,
@@ -381,12 +381,15 @@ _ClampNode = rec.node_class("ClampBackward", _clamp_backward)
 
 
 def _clamp_data(x, low, high, dt):
-    """min(max(x, low), high): NaN in x or a bound propagates; low > high gives high."""
+    """min(max(x, low), high) as torch: x is kept unless it is below low (so
+    -0.0 stays -0.0 at a bound of 0); NaN in x or a bound propagates; low >
+    high gives high."""
+    from cextend._ops.arithmetic import torch_maximum, torch_minimum
     data = as_array(x, dt)
     if low is not None:
-        data = quietly(np.maximum, data, as_array(low, dt))
+        data = quietly(torch_maximum, data, as_array(low, dt))
     if high is not None:
-        data = quietly(np.minimum, data, as_array(high, dt))
+        data = quietly(torch_minimum, data, as_array(high, dt))
     return data if type(data) is np.ndarray or hasattr(data, "to_host") else np.asarray(data, dt)
 
 
@@ -497,7 +500,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     if rec.needs_grad(x):
         node = rec.record(_NanToNumNode, (x,), result)
         node._saved = (_wrap(mask),)
-    return result if out is None else rec.write_out(out, data, "nan_to_num")
+    return result if out is None else rec.finish_out(out, result, "nan_to_num", x)
 
 
 _NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, finite: g * finite)

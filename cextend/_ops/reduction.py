@@ -28,6 +28,9 @@ def _named(name, fields=("values", "indices")):
 return_types = {name: _named(name) for name in ("max", "min", "sort", "topk", "kthvalue", "median",
                                                  "nanmedian", "mode", "cummax", "cummin", "aminmax")}
 return_types["aminmax"] = _named("aminmax", ("min", "max"))
+# what torch returns when out= is given: the out tensors, in a "*_out" tuple
+return_types.update({name + "_out": _named(name + "_out", return_types[name]._fields)
+                     for name in list(return_types)})
 
 
 def reduce_dims(x, dim, op="sum"):
@@ -106,6 +109,8 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     result = data.sum(axis=dims, keepdims=keepdim)
     result = _array(result, rt)
     if out is not None:
+        if dim is None:
+            rec.no_out(out, "sum")
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum")
     return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
@@ -246,7 +251,14 @@ def _max_or_min(is_max, name):
             if keepdim:
                 raise TypeError("%s() received an invalid combination of arguments: keepdim without dim"
                                 % name)
+            if out is not None:
+                rec.check_out(out, name, x)
+                return rec.write_out(out, _extreme_all(x, is_max, name, node_cls)._data, name, strict=True)
             return _extreme_all(x, is_max, name, node_cls)
+        if out is not None:
+            rec.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
+            values, indices = _extreme_dim(x, dim, keepdim, is_max, name)
+            return rec.write_outs(out, values, indices, name, return_types[name + "_out"])
         return _extreme_dim(x, dim, keepdim, is_max, name)
     extreme.__name__ = name
     return extreme
@@ -264,8 +276,13 @@ def _amax_or_amin(is_max, name):
     def extreme(input, dim=(), keepdim=False, *, out=None):
         x = require_tensor(input, name)
         dims = reduce_dims(x, dim)
+        if out is not None:
+            rec.check_out(out, name, x)
+            if out._data.dtype != x._data.dtype:
+                raise RuntimeError("Expected the dtype for input and out to match, but got %s for input's "
+                                   "dtype and %s for out's dtype." % (x.dtype.name, out.dtype.name))
         result = _extreme_all(x, is_max, name, node_cls, dims, keepdim)
-        return result if out is None else rec.write_out(out, result._data, name)
+        return result if out is None else rec.write_out(out, result._data, name, strict=True)
     extreme.__name__ = name
     return extreme
 
@@ -317,7 +334,13 @@ def _logical_reduction(ufunc_reduce, name):
         result = np.asarray(ufunc_reduce(x._data.astype(bool, copy=False), axis=dims, keepdims=keepdim))
         if x._data.dtype == np.uint8:
             result = result.astype(np.uint8)
-        return _wrap(result) if out is None else rec.write_out(out, result, name)
+        if out is not None:
+            rec.check_out(out, name, differentiable=False)
+            if out._data.dtype.kind != "b" and out._data.dtype != result.dtype:
+                raise RuntimeError("%s only supports bool tensor for result, got: %s"
+                                   % (name, out.dtype.name.capitalize()))
+            return rec.write_out(out, result, name)
+        return _wrap(result)
     reduce.__name__ = name
     register(name, reduce, samples=S.reduction(), gradcheck=False, family="reduction", integer_inputs=True)
     return reduce

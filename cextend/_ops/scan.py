@@ -40,6 +40,8 @@ def cumsum(input, dim, *, dtype=None, out=None):
     dt = _scan_dtype(x, dtype)
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = np.cumsum(data, axis=d, dtype=dt) if data.ndim else data.copy()
+    if dt.kind == "f":
+        result = result + dt.type(0)        # torch's sum starts from +0.0: -0.0 becomes +0.0
     if out is not None:
         rec.check_out(out, "cumsum", x)
         return rec.write_out(out, result, "cumsum")
@@ -208,10 +210,10 @@ def logcumsumexp(input, dim, *, out=None):
     from cextend._promotion import float_result
     dt = float_result(x._data.dtype)
     data = x._data.astype(dt)
-    result = quietly(np.logaddexp.accumulate, data, d) if data.ndim else data.copy()
+    result = quietly(np.logaddexp.accumulate, data, d) + dt.type(0) if data.ndim else data.copy()
     t = _wrap(np.asarray(result, dt))
     if out is not None:
-        return rec.write_out(out, t._data, "logcumsumexp")
+        return rec.finish_out(out, t, "logcumsumexp", x)
     if rec.needs_grad(x):
         node = rec.record(_LogcumsumexpNode, (x,), t)
         node.dim, node.ndim = d, x._data.ndim

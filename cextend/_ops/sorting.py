@@ -62,10 +62,18 @@ def _values_at(x, d, order, name, node_cls, keepdim=True, named=None):
     return return_types[named or name](v, i)
 
 
+def _with_out(result, out, name, x):
+    """The result written into out=(values, indices), if given."""
+    if out is None:
+        return result
+    rec.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
+    return rec.write_outs(out, result[0], result[1], name, return_types[name + "_out"])
+
+
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     x = require_tensor(input, "sort")
     d = _dim(x, dim)
-    return _values_at(x, d, sort_order(x._data, d, descending), "sort", _SortNode)
+    return _with_out(_values_at(x, d, sort_order(x._data, d, descending), "sort", _SortNode), out, "sort", x)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -101,7 +109,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     order = sort_order(x._data, d, largest)
     if x._data.ndim:
         order = np.take(order, np.arange(k), axis=d)
-    return _values_at(x, d, order, "topk", _TopkNode)
+    return _with_out(_values_at(x, d, order, "topk", _TopkNode), out, "topk", x)
 
 
 register("topk", topk, family="sorting", integer_inputs=True,
@@ -158,7 +166,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError("kthvalue(): selected number k out of range for dimension %d" % d)
-    return _kth(x, k, d, keepdim, "kthvalue", _KthvalueNode)
+    return _with_out(_kth(x, k, d, keepdim, "kthvalue", _KthvalueNode), out, "kthvalue", x)
 
 
 register("kthvalue", kthvalue, family="sorting", integer_inputs=True,
@@ -213,11 +221,17 @@ def _raise_empty(name):
 
 
 def median(input, dim=None, keepdim=False, *, out=None):
-    return _median(input, dim, keepdim, "median", ignore_nan=False)
+    if dim is None:
+        rec.no_out(out, "median")
+        return _median(input, dim, keepdim, "median", ignore_nan=False)
+    return _with_out(_median(input, dim, keepdim, "median", ignore_nan=False), out, "median", input)
 
 
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
-    return _median(input, dim, keepdim, "nanmedian", ignore_nan=True)
+    if dim is None:
+        rec.no_out(out, "nanmedian")
+        return _median(input, dim, keepdim, "nanmedian", ignore_nan=True)
+    return _with_out(_median(input, dim, keepdim, "nanmedian", ignore_nan=True), out, "nanmedian", input)
 
 
 def _median_samples(rng):

@@ -154,7 +154,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     data, _ = _var_data(x, dims, corr, count, keepdim)
     t = _wrap(data)
     _record(_VarNode, x, t, dims, keepdim, (rec.save(x),), count=count, correction=corr)
-    return t if out is None else rec.write_out(out, data, "var")
+    return t if out is None else rec.finish_out(out, t, "var", x)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -166,7 +166,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     if rec.needs_grad(x):
         _record(_StdNode, x, t, dims, keepdim, (), count=count, correction=corr)
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.write_out(out, data, "std")
+    return t if out is None else rec.finish_out(out, t, "std", x)
 
 
 def _welford_mean(input, dim, keepdim):
@@ -271,7 +271,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if rec.needs_grad(x):
         _record(_NormNode, x, t, dims, keepdim, (), p=float(p))
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.write_out(out, result, "norm")
+    return t if out is None else rec.finish_out(out, t, "norm", x)
 
 
 def _norm_samples(rng):
@@ -312,7 +312,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     if rec.needs_grad(x):
         _record(_LogsumexpNode, x, t, dims, keepdim, ())
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.write_out(out, result, "logsumexp")
+    return t if out is None else rec.finish_out(out, t, "logsumexp", x)
 
 
 register("logsumexp", logsumexp, family="statistics",

@@ -66,7 +66,7 @@ def _lerp(start, end, weight, inplace=False):
 
 def lerp(input, end, weight, *, out=None):
     result = _lerp(input, end, weight)
-    return result if out is None else rec.write_out(out, result._data, "lerp")
+    return result if out is None else rec.finish_out(out, result, "lerp", input, end, weight)
 
 
 register("lerp", lerp, inplace=lambda self, end, weight: _lerp(self, end, weight, inplace=True),
@@ -131,12 +131,12 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     result = _addc("addcmul", _AddcmulNode, np.multiply, input, tensor1, tensor2, value)
-    return result if out is None else rec.write_out(out, result._data, "addcmul")
+    return result if out is None else rec.finish_out(out, result, "addcmul", input, tensor1, tensor2)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     result = _addc("addcdiv", _AddcdivNode, np.true_divide, input, tensor1, tensor2, value)
-    return result if out is None else rec.write_out(out, result._data, "addcdiv")
+    return result if out is None else rec.finish_out(out, result, "addcdiv", input, tensor1, tensor2)
 
 
 def _addc_samples(positive=False):

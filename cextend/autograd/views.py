@@ -151,6 +151,16 @@ def rebase_history(tensor, node, output_nr=0):
     tensor._requires_grad = True
 
 
+def _clone_in_order(g, order):
+    """A (differentiable) copy of g laid out with dims `order` slowest first."""
+    import numpy as np
+    data = g._data
+    if type(data) is not np.ndarray or order == tuple(range(data.ndim)):
+        return g.clone(memory_format="contiguous_format")
+    inverse = tuple(np.argsort(order))
+    return g.permute(*order).clone(memory_format="contiguous_format").permute(*inverse)
+
+
 class CopySlices(Node):
     """The base's grad_fn after an in-place op `fn` on one of its views.
 
@@ -165,6 +175,10 @@ class CopySlices(Node):
         self.view_fn = view._view_fn
         self.fn = fn
         self.view_meta = (view._data.shape, view._data.dtype)
+        # the base's dim order (slowest first): the gradient buffer is laid out
+        # like the base, so replaying the view ops on it gives views, not copies
+        strides = base._data.strides if hasattr(base._data, "strides") else ()
+        self.base_order = tuple(sorted(range(len(strides)), key=lambda d: -abs(strides[d])))
         self.next_functions = (gradient_edge(base) or _NO_EDGE,) + tuple(fn.next_functions[1:])
         self._input_meta = ((base._data.shape, base._data.dtype),) + tuple(fn._input_meta[1:])
 
@@ -178,7 +192,7 @@ class CopySlices(Node):
             raise RuntimeError(FREED_MESSAGE)
         if grads[0] is None:
             return (None,) * len(self.next_functions)
-        result = grads[0].clone()
+        result = _clone_in_order(grads[0], self.base_order)
         region = self.view_fn(result)
         results = self.fn.apply([region.clone()])
         first = results[0] if results else None
