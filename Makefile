@@ -11,7 +11,7 @@ C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kern
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
-.PHONY: install build test demo bench cross-check sanitize fuzz valgrind cuda clean
+.PHONY: install build test demo demo-cnn bench cross-check sanitize fuzz valgrind cuda clean
 
 install: $(INSTALLED)
 
@@ -38,6 +38,9 @@ test: build
 
 demo: build
 	$(PY) -m cextend.demo
+
+demo-cnn: build
+	$(PY) -m cextend.demo --model cnn
 
 # The benchmark table (bench/results.json too).  torch's columns appear when
 # torch is installed in $(VENV); numpy's BLAS threads are pinned by threadpoolctl.

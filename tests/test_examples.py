@@ -113,21 +113,3 @@ def test_with_cuda_adds_the_cuda_build_settings(tmp_path):
     assert "cudart" in kwargs["libraries"] and kwargs["extra_objects"] == ["k_cuda.o"]
     assert any(d.endswith("include") and os.path.exists(os.path.join(d, "cuda_runtime.h"))
                for d in kwargs["include_dirs"])
-
-
-def test_demo_trains_to_95_percent_and_is_reproducible():
-    from cextend import demo
-    import io
-    from contextlib import redirect_stdout
-    outputs = []
-    for _ in range(2):
-        buffer = io.StringIO()
-        with redirect_stdout(buffer):
-            assert demo.main(["--epochs", "12", "--skip-checks", "--threads", "1"]) == 0
-        outputs.append(buffer.getvalue())
-    line = [l for l in outputs[0].splitlines() if "test accuracy:" in l][0]
-    accuracy = float(line.split("test accuracy:")[1].split("%")[0])
-    assert accuracy >= 95.0, line
-    # Same seed, same result: the accuracy (not the wall-clock time) repeats.
-    same = [[l for l in o.splitlines() if "test accuracy:" in l][0].split("(")[0] for o in outputs]
-    assert same[0] == same[1]
