@@ -43,12 +43,16 @@ demo: build
 demo-cnn: build
 	$(PY) -m cextend.demo --model cnn
 
-# The benchmark table (bench/results.json too).  torch's columns appear when
-# torch is installed in $(VENV); numpy's BLAS threads are pinned by threadpoolctl.
+# The benchmark table (bench/results.json too, rendered as BENCHMARKS.md).
+# torch's columns appear when torch is installed in $(VENV); numpy runs on
+# its full-speed OpenBLAS kernel (bench/environment.py) with its threads
+# limited by threadpoolctl.
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
 	$(PY) bench/conv_bench.py $(CONV_BENCH_ARGS)
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) bench/autograd_bench.py --json bench/autograd_results.json
+	$(PY) bench/table.py bench/results.json --out BENCHMARKS.md
 
 # The whole test suite against an ASan + UBSan build of the extension.  The
 # sanitizer runtimes are preloaded into the (unsanitised) Python; any report
@@ -70,8 +74,10 @@ sanitize: $(INSTALLED)
 # passes through cextend's extension module (Python itself is not checked).
 # valgrind 3.19 cannot run AVX-512 and hides it, so dispatch picks AVX2 here.
 valgrind: build
-	@# The real interpreter binary: valgrind would trace a wrapper script instead.
-	PYTHONMALLOC=malloc valgrind --tool=memcheck --num-callers=30 --log-file=build/valgrind.log \
+	@# The real interpreter binary (valgrind would trace a wrapper script), given
+	@# the venv's packages and this tree on its path, as the venv would.
+	PYTHONMALLOC=malloc PYTHONPATH=$(CURDIR):$$($(PY) -c "import site; print(site.getsitepackages()[0])") \
+		valgrind --tool=memcheck --num-callers=30 --log-file=build/valgrind.log \
 		$$($(PY) -c "import os, sys; print(os.path.realpath(sys.executable))") tests/valgrind_subset.py
 	@errors=$$(grep -c -E "^==[0-9]+== (Invalid|Conditional|Use of uninitialised|Syscall param|Mismatched|Source and destination)" build/valgrind.log); \
 	ours=$$(awk '/^==[0-9]+== [A-Z]/{block=$$0; keep=0} /_C\.(abi3|cpython)/{keep=1} /^==[0-9]+== *$$/{if (keep && block ~ /(Invalid|uninitialised|Conditional)/) n++; keep=0} END{print n+0}' build/valgrind.log); \

@@ -108,85 +108,95 @@ def vector(arr):
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _NDARRAY = np.ndarray
 _FROM_BUFFER = ffi.from_buffer
-_QUICK = {
-    "forward": {_F32: (lib.cextend_linear_forward_f32, "float *"),
-                _F64: (lib.cextend_linear_forward_f64, "double *")},
-    "backward": {_F32: (lib.cextend_linear_backward_f32, "float *"),
-                 _F64: (lib.cextend_linear_backward_f64, "double *")},
-}
+_NULL = ffi.NULL
+_EMPTY = np.empty
+# dtype -> (kernel, pointer type) for the quick paths.
+_QUICK_FORWARD = {_F32: (lib.cextend_linear_forward_contiguous_f32, ffi.typeof("float *")),
+                  _F64: (lib.cextend_linear_forward_contiguous_f64, ffi.typeof("double *"))}
+_QUICK_BACKWARD = {_F32: (lib.cextend_linear_backward_f32, ffi.typeof("float *")),
+                   _F64: (lib.cextend_linear_backward_f64, ffi.typeof("double *"))}
 
 
-def _plain(arr, dtype):
-    """arr is a C-contiguous, aligned ndarray of exactly `dtype` (native)."""
-    if type(arr) is not _NDARRAY or arr.dtype is not dtype:
-        return False
-    flags = arr.flags
-    return flags.c_contiguous and flags.aligned
+# The quick paths serve the common case (2-D C-contiguous operands of one
+# native float dtype) in about a microsecond, most of it ffi.from_buffer.
+# They check only what they rely on and hand everything else to the fully
+# checked path, which then raises or copies as it should:
+# - ffi.from_buffer raises ValueError for a buffer that is not C-contiguous
+#   (and a tuple unpack for the wrong number of dimensions);
+# - the C entry point refuses a misaligned pointer (status -i), and the
+#   checked path copies misaligned views;
+# - dtypes are compared by identity, so an equal but distinct dtype object
+#   (a non-native byte order, say) is never mistaken for a native one.
 
 
-def linear_forward_quick(x, w, b):
-    """y = x w^T + b for the common case, in about a microsecond: 2-D
-    C-contiguous aligned x and w, b None or (m,), one native float dtype.
+def with_quick_forward(checked):
+    """ops.linear_forward: the quick path inlined (a Python frame is a
+    tenth of a small layer's call), `checked` for everything else."""
+    quick = _QUICK_FORWARD
 
-    Returns None for anything else, and the caller takes the fully checked
-    path; every condition the checked path enforces is tested here first.
-    """
-    if type(x) is not _NDARRAY:
-        return None
-    dtype = x.dtype
-    entry = _QUICK["forward"].get(dtype) if (dtype is _F32 or dtype is _F64) else None
-    if entry is None or x.ndim != 2 or not _plain(x, dtype) or not _plain(w, dtype) or w.ndim != 2:
-        return None
-    n, k = x.shape
-    m, k_w = w.shape
-    if k != k_w:
-        return None
-    if b is None:
-        b_ptr = ffi.NULL
-    elif _plain(b, dtype) and b.shape == (m,):
-        b_ptr = _FROM_BUFFER(entry[1], b)
-    else:
-        return None
-    y = np.empty((n, m), dtype)
-    ctype = entry[1]
-    status = entry[0](n, k, m, _FROM_BUFFER(ctype, x), k or 1, 0, _FROM_BUFFER(ctype, w), k or 1, 0,
-                      b_ptr, _FROM_BUFFER(ctype, y), m or 1)
-    if status:
-        check(status)
-    return y
+    def linear_forward(x, w, b=None, *, out=None):
+        if out is None and type(x) is _NDARRAY and type(w) is _NDARRAY:
+            dtype = x.dtype
+            entry = quick.get(dtype)
+            if entry is not None and w.dtype is dtype:
+                kernel, ctype = entry
+                try:
+                    n, k = x.shape
+                    m, k_w = w.shape
+                    if b is None:
+                        b_ptr = _NULL
+                    elif type(b) is _NDARRAY and b.dtype is dtype and b.shape == (m,):
+                        b_ptr = _FROM_BUFFER(ctype, b)
+                    else:
+                        k_w = -1                    # not plain: the checked path
+                    if k == k_w:
+                        x_ptr, w_ptr = _FROM_BUFFER(ctype, x), _FROM_BUFFER(ctype, w)
+                        y = _EMPTY((n, m), dtype)
+                        if not kernel(n, k, m, x_ptr, w_ptr, b_ptr, _FROM_BUFFER(ctype, y)):
+                            return y
+                except ValueError:
+                    pass
+        return checked(x, w, b, out=out)
+    linear_forward.__doc__ = checked.__doc__
+    linear_forward.__module__ = checked.__module__
+    linear_forward.__qualname__ = "linear_forward"
+    return linear_forward
 
 
 def linear_backward_quick(dy, x, w, want_dx, want_dw, want_db):
-    """(dx, dw, db) for 2-D C-contiguous aligned operands of one float dtype
-    with matching shapes, or None (take the checked path)."""
-    if type(x) is not _NDARRAY:
+    """(dx, dw, db) for 2-D C-contiguous dy (n, m), x (n, k), w (m, k) of
+    one float dtype; None for anything else."""
+    if type(x) is not _NDARRAY or type(w) is not _NDARRAY or type(dy) is not _NDARRAY:
         return None
     dtype = x.dtype
-    entry = _QUICK["backward"].get(dtype) if (dtype is _F32 or dtype is _F64) else None
-    if entry is None or x.ndim != 2 or not _plain(x, dtype) or not _plain(w, dtype) or w.ndim != 2 \
-            or type(dy) is not _NDARRAY or dy.dtype is not dtype:
+    entry = _QUICK_BACKWARD.get(dtype)
+    if entry is None or w.dtype is not dtype or dy.dtype is not dtype:
         return None
-    n, k = x.shape
-    m = w.shape[0]
-    if w.shape[1] != k or dy.shape != (n, m):
+    x_shape, w_shape, dy_shape = x.shape, w.shape, dy.shape
+    if len(x_shape) != 2 or len(w_shape) != 2 or x_shape[1] != w_shape[1] \
+            or dy_shape != (x_shape[0], w_shape[0]):
         return None
-    if not _plain(dy, dtype):
-        # A broadcast, strided or misaligned gradient (e.g. from sum()): the
-        # kernel needs a stride it can express and an aligned buffer, and the
-        # checked path would copy it too (ascontiguousarray keeps misalignment).
-        dy = np.array(dy, order="C", copy=True)
-    ctype = entry[1]
+    (n, k), m = x_shape, w_shape[0]
+    kernel, ctype = entry
+    try:
+        x_ptr, w_ptr = _FROM_BUFFER(ctype, x), _FROM_BUFFER(ctype, w)
+        try:
+            dy_ptr = _FROM_BUFFER(ctype, dy)
+        except ValueError:
+            # A broadcast or strided gradient (from sum(), say): one copy
+            # here is what the checked path would make too.
+            dy = np.array(dy, order="C", copy=True)
+            dy_ptr = _FROM_BUFFER(ctype, dy)
+    except ValueError:
+        return None
     dx = np.empty((n, k), dtype) if want_dx else None
     dw = np.empty((m, k), dtype) if want_dw else None
     db = np.empty((m,), dtype) if want_db else None
-    null = ffi.NULL
-    status = entry[0](n, k, m, _FROM_BUFFER(ctype, dy), m or 1, 0, _FROM_BUFFER(ctype, x), k or 1, 0,
-                      _FROM_BUFFER(ctype, w), k or 1, 0,
-                      null if dx is None else _FROM_BUFFER(ctype, dx), k or 1,
-                      null if dw is None else _FROM_BUFFER(ctype, dw), k or 1,
-                      null if db is None else _FROM_BUFFER(ctype, db))
-    if status:
-        check(status)
+    if kernel(n, k, m, dy_ptr, m or 1, 0, x_ptr, k or 1, 0, w_ptr, k or 1, 0,
+              _NULL if dx is None else _FROM_BUFFER(ctype, dx), k or 1,
+              _NULL if dw is None else _FROM_BUFFER(ctype, dw), k or 1,
+              _NULL if db is None else _FROM_BUFFER(ctype, db)):
+        return None
     return dx, dw, db
 
 
@@ -312,6 +322,16 @@ def set_isa(name):
 def get_isa():
     """The instruction set the kernels use now."""
     return _ISA_NAMES[lib.cextend_get_isa()]
+
+
+def gemm_blocking(isa, dtype):
+    """The GEMM plan of an instruction set for a float dtype, as a dict of
+    mr, nr (register block) and kc, mc, nc (cache blocks)."""
+    if isa not in ISAS:
+        raise ValueError("isa must be one of %s, got %r" % (", ".join(ISAS), isa))
+    blocks = ffi.new("int64_t[5]")
+    check(lib.cextend_gemm_blocking(ISAS[isa], np.dtype(dtype).itemsize, blocks))
+    return dict(zip(("mr", "nr", "kc", "mc", "nc"), blocks))
 
 
 def set_num_threads(n):

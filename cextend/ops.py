@@ -58,12 +58,8 @@ def _linear_operands(x, w, b, x_name="x"):
     return k, m
 
 
-def linear_forward(x, w, b=None, *, out=None):
+def _linear_forward_checked(x, w, b=None, *, out=None):
     """y = x . w^T + b for x (*, K), w (M, K), b (M,) or None; y has shape (*, M)."""
-    if out is None:
-        y = _backend.linear_forward_quick(x, w, b)
-        if y is not None:
-            return y
     k, m = _linear_operands(x, w, b)
     dtype = _checks.float_dtype(x=x, w=w, b=b, out=out)
     shape = x.shape[:-1] + (m,)
@@ -72,6 +68,11 @@ def linear_forward(x, w, b=None, *, out=None):
     def compute(y):
         _backend.linear_forward(x2, w, b, y.reshape(x2.shape[0], m))
     return _into(out, (x, w, b), shape, dtype, compute)
+
+
+# Plain 2-D C-contiguous operands take the quick path inside this function
+# (see _backend.with_quick_forward); anything else, the checked one above.
+linear_forward = _backend.with_quick_forward(_linear_forward_checked)
 
 
 def linear_backward(grad_out, x, w, *, input=True, weight=True, bias=True):

@@ -23,7 +23,8 @@
  *   either run without a copy.  Outputs are always trans == 0.
  * - NULL is legal only where it means "skip" (the bias; each of dx, dw and
  *   db; each gradient of add's backward) and for operands with zero
- *   elements.  Anywhere else it is an illegal argument.
+ *   elements.  Anywhere else it is an illegal argument.  So is a pointer
+ *   to elements that is not aligned to the element size (copy such views).
  * - Outputs are fully written (beta = 0): their old contents, NaN included,
  *   are never read.
  */
@@ -70,6 +71,12 @@ int cextend_get_isa(void);
  * OMP_NUM_THREADS, else the available cores).  Status -1 if n < 1. */
 int cextend_set_num_threads(int n);
 int cextend_get_num_threads(void);
+/* The GEMM plan of an instruction set for one element size (4: float32,
+ * 8: float64): blocks[0..4] = mr, nr (the microkernel's register block),
+ * kc, mc, nc (the cache blocks).  Status -1 for an isa that has no plan
+ * here (AUTO, unknown, or x86 on another architecture), -2 for an element
+ * size other than 4 or 8, -3 if blocks is NULL. */
+int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks);
 
 /* ---- Linear layer --------------------------------------------------------
  * Forward:  y[i][j] = sum_p x[i][p] * w[j][p] + b[j]
@@ -85,6 +92,15 @@ int cextend_linear_forward_f64(int64_t n, int64_t k, int64_t m,
                                const double *x, int64_t ldx, int transx,
                                const double *w, int64_t ldw, int transw,
                                const double *b, double *y, int64_t ldy);
+/* The same forward on C-contiguous operands (ldx = ldw = max(1, k),
+ * ldy = max(1, m), no transposes), bitwise the same results: five fewer
+ * arguments to convert is a tenth of a small layer's call from Python.
+ * Arguments: 1 n, 2 k, 3 m, 4 x, 5 w, 6 b, 7 y.
+ */
+int cextend_linear_forward_contiguous_f32(int64_t n, int64_t k, int64_t m, const float *x,
+                                          const float *w, const float *b, float *y);
+int cextend_linear_forward_contiguous_f64(int64_t n, int64_t k, int64_t m, const double *x,
+                                          const double *w, const double *b, double *y);
 
 /* Backward of the forward above, given dy (n x m):
  *   dx = dy . w      (n x k, NULL: skip)

@@ -1,4 +1,5 @@
-/* gemm.c -- instantiates the reference and the fast GEMM once per dtype. */
+/* gemm.c -- instantiates the reference and the fast GEMM once per dtype,
+ * and reports each plan's blocking. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -16,3 +17,38 @@
 #include "generic/gemm.c"
 #undef REAL
 #undef SFX
+
+int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks)
+{
+    static const char fn[] = "cextend_gemm_blocking";
+    const cx_plan_f32 *p32 = NULL;
+    const cx_plan_f64 *p64 = NULL;
+    switch (isa) {
+    case CEXTEND_ISA_GENERIC:
+        p32 = &cx_plan_generic_f32;
+        p64 = &cx_plan_generic_f64;
+        break;
+#if defined(CX_HAVE_X86_KERNELS)
+    case CEXTEND_ISA_AVX2:
+        p32 = &cx_plan_avx2_f32;
+        p64 = &cx_plan_avx2_f64;
+        break;
+    case CEXTEND_ISA_AVX512:
+        p32 = &cx_plan_avx512_f32;
+        p64 = &cx_plan_avx512_f64;
+        break;
+#endif
+    default:     /* AUTO, unknown, or reference (simple loops, no blocks) */
+        return cx_illegal(fn, 1, "isa", "has no blocked GEMM plan in this build, got %d", isa);
+    }
+    if (element_size != 4 && element_size != 8)
+        return cx_illegal(fn, 2, "element_size", "must be 4 (float32) or 8 (float64), got %d", element_size);
+    if (!blocks)
+        return cx_illegal(fn, 3, "blocks", "is NULL");
+    if (element_size == 4) {
+        blocks[0] = p32->mr, blocks[1] = p32->nr, blocks[2] = p32->kc, blocks[3] = p32->mc, blocks[4] = p32->nc;
+    } else {
+        blocks[0] = p64->mr, blocks[1] = p64->nr, blocks[2] = p64->kc, blocks[3] = p64->mc, blocks[4] = p64->nc;
+    }
+    return CEXTEND_OK;
+}

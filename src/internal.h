@@ -66,6 +66,9 @@ CX_INTERNAL int cx_validate_linear_forward(const char *fn, size_t es, int64_t n,
                                            const void *x, int64_t ldx, int transx,
                                            const void *w, int64_t ldw, int transw,
                                            const void *b, const void *y, int64_t ldy);
+CX_INTERNAL int cx_validate_linear_forward_contiguous(const char *fn, size_t es, int64_t n, int64_t k,
+                                                      int64_t m, const void *x, const void *w,
+                                                      const void *b, const void *y);
 CX_INTERNAL int cx_validate_linear_backward(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
                                             const void *dy, int64_t lddy, int transdy,
                                             const void *x, int64_t ldx, int transx,
@@ -110,18 +113,47 @@ typedef void (*cx_ukernel_f32)(int64_t kc, const float *a, const float *b, int64
 typedef void (*cx_ukernel_f64)(int64_t kc, const double *a, const double *b, int64_t b_rs,
                                double *c, int64_t ldc, const double *bias, int accumulate);
 
+/*
+ * Packs B[0:kc, 0:nc] where B[p][j] = b[p + j * csb] (every column
+ * contiguous: W^T in the forward pass) into the nr-column micro-panels the
+ * microkernel reads (kc rows of nr values each, columns past nc zero).
+ */
+typedef void (*cx_pack_cols_f32)(int64_t kc, int64_t nc, const float *b, int64_t csb, float *bp);
+typedef void (*cx_pack_cols_f64)(int64_t kc, int64_t nc, const double *b, int64_t csb, double *bp);
+/* Packs A[0:mc, 0:kc] where A[i][p] = a[i * rsa + p] (every row contiguous)
+ * into the mr-row micro-panels the microkernel reads. */
+typedef void (*cx_pack_rows_f32)(int64_t mc, int64_t kc, const float *a, int64_t rsa, float *ap);
+typedef void (*cx_pack_rows_f64)(int64_t mc, int64_t kc, const double *a, int64_t rsa, double *ap);
+/* The whole product C = A.B (+ bias), cx_gemm's contract, for K <= kc,
+ * without packing: the microkernel's arithmetic element by element, for
+ * products so small that packing would cost more than they do. */
+typedef void (*cx_tiny_f32)(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+                            const float *b, int64_t rsb, int64_t csb, const float *bias, float *c,
+                            int64_t ldc);
+typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, int64_t rsa, int64_t csa,
+                            const double *b, int64_t rsb, int64_t csb, const double *bias, double *c,
+                            int64_t ldc);
+
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
- * of A stays in L2), nc (a packed kc x nc block of B stays in L3). */
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
+ * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
+ * portable loops), and its unpacked path for tiny products. */
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f32 run;
+    cx_pack_cols_f32 pack_b_cols;
+    cx_pack_rows_f32 pack_a_rows;
+    cx_tiny_f32 tiny;
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f64 run;
+    cx_pack_cols_f64 pack_b_cols;
+    cx_pack_rows_f64 pack_a_rows;
+    cx_tiny_f64 tiny;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

@@ -73,6 +73,10 @@ int cx_check_matrix(const char *fn, const char *name, int nullable,
     if (ptr == NULL && has_elements && !nullable)
         return cx_illegal(fn, ptr_pos, name, "is NULL but the %lld x %lld operand has elements",
                           (long long)rows, (long long)cols);
+    /* C may not read a float through a misaligned pointer (callers copy
+     * such views first; cextend's Python layer does). */
+    if (ptr != NULL && has_elements && (uintptr_t)ptr % elem_size != 0)
+        return cx_illegal(fn, ptr_pos, name, "is not aligned to its %zu-byte elements", elem_size);
     int64_t min_ld = stored_cols > 1 ? stored_cols : 1;
     if (ld < min_ld)
         return cx_illegal(fn, ld_pos, ld_name, "must be >= %lld (max(1, stored row length)), got %lld",
@@ -96,6 +100,8 @@ int cx_check_vector(const char *fn, const char *name, int nullable,
 {
     if (ptr == NULL && count > 0 && !nullable)
         return cx_illegal(fn, ptr_pos, name, "is NULL but holds %lld elements", (long long)count);
+    if (ptr != NULL && count > 0 && (uintptr_t)ptr % elem_size != 0)
+        return cx_illegal(fn, ptr_pos, name, "is not aligned to its %zu-byte elements", elem_size);
     if (!byte_count_fits(count, elem_size))
         return cx_illegal(fn, count_pos, count_name, "%lld elements of %s overflow a byte count",
                           (long long)count, name);

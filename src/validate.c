@@ -22,6 +22,24 @@ int cx_validate_linear_forward(const char *fn, size_t es, int64_t n, int64_t k, 
     return 0;
 }
 
+int cx_validate_linear_forward_contiguous(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
+                                          const void *x, const void *w, const void *b, const void *y)
+{
+    int st;
+    if ((st = cx_check_size(fn, 1, "n", n)) || (st = cx_check_size(fn, 2, "k", k)) ||
+        (st = cx_check_size(fn, 3, "m", m)))
+        return st;
+    /* The leading dimensions are implied (k, k, m): a span too large for
+     * the address space is blamed on the size that makes it so. */
+    const int64_t ldk = k > 1 ? k : 1, ldm = m > 1 ? m : 1;
+    if ((st = cx_check_matrix(fn, "x", 0, x, 4, n, k, ldk, 2, "k", 0, 0, "", es)) ||
+        (st = cx_check_matrix(fn, "w", 0, w, 5, m, k, ldk, 2, "k", 0, 0, "", es)) ||
+        (st = cx_check_vector(fn, "b", 1, b, 6, m, 3, "m", es)) ||
+        (st = cx_check_matrix(fn, "y", 0, y, 7, n, m, ldm, 3, "m", 0, 0, "", es)))
+        return st;
+    return 0;
+}
+
 int cx_validate_linear_backward(const char *fn, size_t es, int64_t n, int64_t k, int64_t m,
                                 const void *dy, int64_t lddy, int transdy,
                                 const void *x, int64_t ldx, int transx,

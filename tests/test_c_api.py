@@ -31,6 +31,13 @@ def linear_forward(sfx):
     return getattr(lib, "cextend_linear_forward_" + sfx), args, out
 
 
+def linear_forward_contiguous(sfx):
+    t = CTYPES[sfx]
+    out = {"y": buffer(t, N * M)}
+    args = [N, K, M, data(t, N * K), data(t, M * K), data(t, M), out["y"]]
+    return getattr(lib, "cextend_linear_forward_contiguous_" + sfx), args, out
+
+
 def linear_backward(sfx):
     t = CTYPES[sfx]
     out = {"dx": buffer(t, N * K), "dw": buffer(t, M * K), "db": buffer(t, M)}
@@ -79,6 +86,16 @@ def pool_backward(sfx):
 
 
 NULL = ffi.NULL
+_KEEP_ALIVE = []
+
+
+def misaligned(count=64):
+    """A pointer one byte into a buffer: aligned for no element type."""
+    raw = ffi.new("char[]", 8 * count + 8)
+    _KEEP_ALIVE.append(raw)
+    return ffi.cast("void *", raw + 1)
+
+
 # entry -> list of ({position: value}, expected status, argument name in the message)
 ILLEGAL = {
     linear_forward: [
@@ -86,17 +103,19 @@ ILLEGAL = {
         ({4: NULL}, -4, "x"), ({5: K - 1}, -5, "ldx"), ({5: BIG}, -5, "ldx"), ({6: 2}, -6, "transx"),
         ({6: 1, 5: N - 1}, -5, "ldx"), ({7: NULL}, -7, "w"), ({8: 0}, -8, "ldw"),
         ({9: -1}, -9, "transw"), ({11: NULL}, -11, "y"), ({12: M - 1}, -12, "ldy"),
-        ({1: BIG, 5: BIG}, -5, "ldx"),
+        ({1: BIG, 5: BIG}, -5, "ldx"), ({4: misaligned()}, -4, "x"), ({10: misaligned()}, -10, "b"),
+        ({11: misaligned()}, -11, "y"),
     ],
     linear_backward: [
         ({1: -2}, -1, "n"), ({2: -2}, -2, "k"), ({3: -2}, -3, "m"),
         ({4: NULL}, -4, "dy"), ({5: M - 1}, -5, "lddy"), ({6: 3}, -6, "transdy"),
         ({7: NULL}, -7, "x"), ({8: 1}, -8, "ldx"), ({9: 2}, -9, "transx"),
         ({10: NULL}, -10, "w"), ({11: K - 1}, -11, "ldw"), ({12: 7}, -12, "transw"),
-        ({14: K - 1}, -14, "lddx"), ({16: K - 1}, -16, "lddw"),
+        ({14: K - 1}, -14, "lddx"), ({16: K - 1}, -16, "lddw"), ({7: misaligned()}, -7, "x"),
+        ({15: misaligned()}, -15, "dw"), ({17: misaligned()}, -17, "db"),
     ],
     add_forward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "a"), ({3: NULL}, -3, "b"),
-                  ({4: NULL}, -4, "out"), ({1: BIG}, -1, "count")],
+                  ({4: NULL}, -4, "out"), ({1: BIG}, -1, "count"), ({3: misaligned()}, -3, "b")],
     add_backward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "grad_out")],
     mul_constant_forward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "x"), ({4: NULL}, -4, "out")],
     mul_constant_backward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "grad_out"),
@@ -108,8 +127,18 @@ ILLEGAL = {
                     ({4: NULL}, -4, "indices"), ({4: ffi.new("int64_t[]", [0, PLANE])}, -4, "indices"),
                     ({4: ffi.new("int64_t[]", [-1, 0])}, -4, "indices"), ({5: NULL}, -5, "grad_x")],
 }
+# Entry points of the CPU library only (tests/test_cuda.py matches ILLEGAL
+# against the CUDA library's twins).
+CPU_ONLY_ILLEGAL = {
+    linear_forward_contiguous: [
+        ({1: -1}, -1, "n"), ({2: -1}, -2, "k"), ({3: -1}, -3, "m"), ({4: NULL}, -4, "x"),
+        ({5: NULL}, -5, "w"), ({7: NULL}, -7, "y"), ({4: misaligned()}, -4, "x"),
+        ({6: misaligned()}, -6, "b"), ({1: BIG, 2: BIG}, -2, "k"),
+    ],
+}
 CASES = [(entry, sfx, change, status, name)
-         for entry, cases in ILLEGAL.items() for change, status, name in cases for sfx in CTYPES]
+         for table in (ILLEGAL, CPU_ONLY_ILLEGAL)
+         for entry, cases in table.items() for change, status, name in cases for sfx in CTYPES]
 
 
 def untouched(out):
@@ -131,7 +160,7 @@ def test_illegal_argument_is_reported_and_writes_nothing(entry, sfx, change, sta
 
 
 @pytest.mark.parametrize("sfx", CTYPES)
-@pytest.mark.parametrize("entry", list(ILLEGAL))
+@pytest.mark.parametrize("entry", list(ILLEGAL) + list(CPU_ONLY_ILLEGAL))
 def test_valid_call_succeeds(entry, sfx):
     fn, args, out = entry(sfx)
     assert fn(*args) == 0, ffi.string(lib.cextend_last_error())
@@ -159,3 +188,14 @@ def test_null_is_legal_for_empty_operands(sfx):
     assert fn(N, K, 0, data(CTYPES[sfx], N * K), K, 0, NULL, K, 0, NULL, NULL, 1) == 0
     pool = getattr(lib, "cextend_global_max_pool_forward_" + sfx)
     assert pool(0, 0, NULL, NULL, NULL) == 0
+
+
+@pytest.mark.parametrize("sfx", CTYPES)
+def test_contiguous_forward_matches_the_general_entry_bitwise(sfx):
+    t = CTYPES[sfx]
+    x, w, b = data(t, N * K), data(t, M * K), data(t, M)
+    general, contiguous = buffer(t, N * M), buffer(t, N * M)
+    assert getattr(lib, "cextend_linear_forward_" + sfx)(N, K, M, x, K, 0, w, K, 0, b, general, M) == 0
+    assert getattr(lib, "cextend_linear_forward_contiguous_" + sfx)(N, K, M, x, w, b, contiguous) == 0
+    assert list(general) == list(contiguous)
+    assert getattr(lib, "cextend_linear_forward_contiguous_" + sfx)(N, K, M, x, w, NULL, contiguous) == 0

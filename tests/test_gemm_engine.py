@@ -7,16 +7,13 @@ import pytest
 
 import cextend as cx
 from cextend import _backend, ops
-from cextend._C import lib
+from cextend._C import ffi, lib
 from helpers import assert_product_close, layouts, poisoned, product_bound
 
 FAST_ISAS = [isa for isa in cx.available_isas() if isa != "reference"]
 # (mr, nr, kc, mc) of each ISA's plan, per dtype, as compiled (src/kernels/).
-BLOCKS = {
-    "generic": {np.float32: (4, 8, 256, 128), np.float64: (4, 4, 256, 128)},
-    "avx2": {np.float32: (6, 16, 256, 144), np.float64: (6, 8, 256, 96)},
-    "avx512": {np.float32: (8, 32, 256, 256), np.float64: (8, 16, 256, 128)},
-}
+BLOCKS = {isa: {dtype: tuple(_backend.gemm_blocking(isa, dtype)[key] for key in ("mr", "nr", "kc", "mc"))
+                for dtype in (np.float32, np.float64)} for isa in FAST_ISAS}
 
 
 @pytest.fixture
@@ -42,6 +39,10 @@ def shapes_for(isa, dtype):
         cases.add((2 * mr + 1, 9, m))
     for k in edge_sizes(kc):
         cases.add((mr + 2, k, nr + 1))
+    # Enough rows to pack B whole, and k wider than the row-contiguous
+    # packer's group of eight micro-panels (dx = dy W and dW = dy^T x have
+    # N = k), with a ragged last group and panel.
+    cases.add((5 * mr + 3, 8 * nr + nr // 2 + 3, 2 * nr + 5))
     cases.add((0, 5, 7))
     cases.add((3, 0, 5))
     return sorted(cases)
@@ -164,3 +165,44 @@ def test_omp_num_threads_sets_the_default():
     out = subprocess.run([sys.executable, "-c", "import cextend; print(cextend.get_num_threads())"],
                          env=dict(os.environ, OMP_NUM_THREADS="3"), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "3"
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(37, 23, 19), (70, 40, 45), (9, 300, 40), (5, 8, 8), (33, 1, 64)])
+def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
+    """Tiny (unpacked), small (B read in place) and packed products all run
+    the microkernel's arithmetic, so a row of y = x W^T + b (and of
+    dx = dy W) comes out bitwise the same whatever rows share its batch."""
+    n, k, m = shape
+    rng = np.random.default_rng(n + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    y = ops.linear_forward(x, w, b)
+    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    for start, stop in [(0, 1), (n - 1, n), (1, min(n, 4)), (0, n // 2 or 1)]:
+        np.testing.assert_array_equal(ops.linear_forward(x[start:stop], w, b), y[start:stop])
+        part = ops.linear_backward(dy[start:stop], x[start:stop], w, weight=False, bias=False)[0]
+        np.testing.assert_array_equal(part, dx[start:stop])
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocking_is_reported_and_consistent(isa, dtype):
+    plan = _backend.gemm_blocking(isa, dtype)
+    assert plan["mr"] >= 1 and plan["nr"] >= 1 and plan["kc"] >= 1
+    assert plan["mc"] % plan["mr"] == 0 and plan["nc"] % plan["nr"] == 0     # blocks hold whole tiles
+    assert plan["mr"] * plan["nr"] <= 16 * 32                                # fits the edge-tile scratch
+
+
+def test_blocking_rejects_what_has_no_plan():
+    blocks = ffi.new("int64_t[5]")
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_REFERENCE, 4, blocks) == -1
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_AUTO, 4, blocks) == -1
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_GENERIC, 2, blocks) == -2
+    assert lib.cextend_gemm_blocking(lib.CEXTEND_ISA_GENERIC, 8, ffi.NULL) == -3
+    with pytest.raises(ValueError, match="isa must be one of"):
+        _backend.gemm_blocking("sse9", np.float32)

@@ -48,13 +48,15 @@ def _broadcast_strides(array, shape):
 
 
 def torch_layout(result, arrays):
-    """result, re-laid out in torch's dim order if numpy chose another."""
+    """result (of two operands' arrays), re-laid out in torch's dim order if
+    numpy chose another."""
     if type(result) is not np.ndarray or result.ndim < 2:
         return result
-    if all(a.flags.c_contiguous for a in arrays):
+    a, b = arrays
+    if a.flags.c_contiguous and b.flags.c_contiguous:
         return result
     shape = result.shape
-    if all(a.shape == shape for a in arrays) and len({a.strides for a in arrays}) == 1:
+    if a.shape == shape and b.shape == shape and a.strides == b.strides:
         return result       # the inputs agree: numpy already kept their order
     perm = _dim_order(shape, [_broadcast_strides(a, shape) for a in arrays])
     wanted = tuple(reversed(perm))          # slowest to fastest

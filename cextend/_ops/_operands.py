@@ -2,6 +2,7 @@
 import numbers
 
 import numpy as np
+from cextend.tensor import _wrap
 
 _SCALARS = (int, float, bool)
 
@@ -23,7 +24,6 @@ def operand(x):
     if isinstance(x, numbers.Real):
         return float(x)
     if isinstance(x, np.ndarray):
-        from cextend.tensor import _wrap
         return _wrap(x)
     return NotImplemented
 

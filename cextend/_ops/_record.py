@@ -13,6 +13,7 @@ from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
+from cextend.tensor import _wrap
 
 NO_EDGE = (None, 0)
 _FREED = ("freed",)
@@ -60,7 +61,7 @@ class BuiltinNode(Node):
         # Only saved tensors are freed (as torch's SavedVariables): a node that
         # kept just numbers can run again.
         saved = self._saved
-        if saved and saved is not _FREED and any(type(s) is SavedTensor for s in saved):
+        if saved and saved is not _FREED and SavedTensor in map(type, saved):
             self._saved = _FREED
 
 
@@ -73,7 +74,6 @@ def node_class(name, backward, multi_output=False):
 def zeros_grad(g):
     """An exact zero gradient shaped like g, outside any graph (torch's
     zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
-    from cextend.tensor import _wrap
     return _wrap(np.zeros(g._data.shape, g._data.dtype))
 
 
@@ -135,9 +135,14 @@ def connect(node, inputs):
         node.next_functions = (edge_a, edge_b)
         node._input_meta = (meta_a, meta_b)
         return node
-    pairs = [_edge_and_meta(x) for x in inputs]
-    node.next_functions = tuple([p[0] for p in pairs])
-    node._input_meta = tuple([p[1] for p in pairs])
+    edges = []
+    metas = []
+    for x in inputs:
+        edge, meta = _edge_and_meta(x)
+        edges.append(edge)
+        metas.append(meta)
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(metas)
     return node
 
 

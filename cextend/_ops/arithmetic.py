@@ -682,7 +682,6 @@ def where(condition, input=None, other=None, *, out=None):
     if out is not None:
         rec.check_out(out, "where", a, b)
         return rec.write_out(out, data, "where")
-    from cextend.tensor import _wrap
     result = _wrap(_as_ndarray(data, rt))
     if rec.needs_grad(a, b):
         node = rec.record(_WhereNode, (cond, a, b), result)
@@ -785,7 +784,6 @@ def neg(input, *, out=None):
     if out is not None:
         rec.check_out(out, "neg", input)
         return rec.write_out(out, data, "neg")
-    from cextend.tensor import _wrap
     result = _wrap(_as_ndarray(data, input._data.dtype))
     if rec.needs_grad(input):
         rec.record(_NegNode, (input,), result)
@@ -804,7 +802,6 @@ def _logical_not(input, *, out=None):
     if out is not None:
         rec.check_out(out, "logical_not", input)
         return rec.write_out(out, data, "logical_not")
-    from cextend.tensor import _wrap
     return _wrap(_as_ndarray(data, np.bool_))
 
 
@@ -818,7 +815,6 @@ def _bitwise_not(input, *, out=None):
     if data.dtype.kind == "f":
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for '%s'"
                            % {"float32": "Float", "float64": "Double"}.get(data.dtype.name, data.dtype.name))
-    from cextend.tensor import _wrap
     return _wrap(_as_ndarray(np.invert(data), data.dtype))
 
 

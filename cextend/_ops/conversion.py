@@ -7,13 +7,13 @@ from cextend._ops import _record as rec
 from cextend._ops import samples as S
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import method, register
+from cextend.tensor import _wrap
 
 _CloneNode = rec.node_class("CloneBackward", lambda node, g: g)
 
 
 def clone(input, *, memory_format=None):
     x = require_tensor(input, "clone")
-    from cextend.tensor import _wrap
     # torch's preserve_format: a dense tensor keeps its strides (a transposed
     # tensor's clone is transposed too); numpy's order "K" does the same.
     data = x._data
@@ -50,7 +50,6 @@ def to_dtype(x, numpy_dtype, copy=False):
     numpy_dtype = np.dtype(numpy_dtype)
     if numpy_dtype == x._data.dtype and not copy:
         return x
-    from cextend.tensor import _wrap
     out = _wrap(x._data.astype(numpy_dtype))
     if numpy_dtype.kind == "f" and rec.needs_grad(x):
         node = rec.record(_ToCopyNode, (x,), out)
@@ -70,7 +69,6 @@ def to_device(x, target):
     source = "cuda" if type(x._data) is DeviceArray else "cpu"
     if target == source:
         return x
-    from cextend.tensor import _wrap
     data = DeviceArray.from_host(x._data) if target == "cuda" else x._data.to_host()
     out = _wrap(data)
     if rec.needs_grad(x):

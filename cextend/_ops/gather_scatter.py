@@ -8,11 +8,10 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
 from cextend._ops.registry import Const, Sample, register
 from cextend.autograd.graph import SavedTensor
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _torch_name(t):

@@ -17,6 +17,7 @@ from cextend._ops._operands import as_array, is_tensor, operand
 from cextend._ops.registry import method
 from cextend._ops.shape import _SelectNode, _SliceNode, _slice_view
 from cextend.autograd.graph import SavedTensor
+from cextend.tensor import _wrap
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
@@ -122,7 +123,6 @@ def getitem(self, key):
         data = self._data[np_key]
     except IndexError as error:
         raise IndexError(str(error).replace("axis", "dimension")) from None
-    from cextend.tensor import _wrap
     out = _wrap(np.array(data, copy=True))
     if rec.needs_grad(self):
         node = rec.record(_IndexNode, (self,), out)
@@ -153,7 +153,6 @@ _IndexPutZerosNode = rec.node_class("IndexPutBackward", _accumulate_backward)
 def index_put_zeros(g, key, shape):
     """zeros(shape) with g added at key, repeated indices accumulating (the
     backward of advanced indexing; its own backward is indexing again)."""
-    from cextend.tensor import _wrap
     out = np.zeros(shape, g._data.dtype)
     np.add.at(out, key, g._data)
     result = _wrap(out)
@@ -273,7 +272,6 @@ def setitem(self, key, value):
 
 
 def _wrap_index(array):
-    from cextend.tensor import _wrap
     return _wrap(np.asarray(array))
 
 
@@ -298,7 +296,6 @@ def _index_put_backward(node, g, *index_tensors):
     elif node.needs(0):
         keep = np.ones(g._data.shape, bool)
         keep[key] = False
-        from cextend.tensor import _wrap
         grad_self = g * _wrap(keep)
     if node.needs(1):
         grad_value = getitem(g, key)

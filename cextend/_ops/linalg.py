@@ -6,6 +6,7 @@ operands need no copy); other dtypes and batched products use numpy.
 """
 import numpy as np
 
+from cextend import ops
 from cextend._ops import _record as rec
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
@@ -18,7 +19,6 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 def gemm(a, b):
     """a @ b for 2-D numpy arrays, on the C kernels when both are float32/64 of one dtype."""
     if a.dtype == b.dtype and a.dtype in _FLOATS and type(a) is np.ndarray and type(b) is np.ndarray:
-        from cextend import ops
         return ops.linear_forward(a, b.T)
     return a @ b
 
@@ -32,7 +32,6 @@ def batched_gemm(a, b):
     a_full = np.broadcast_to(a, batch + a.shape[-2:])
     b_full = np.broadcast_to(b, batch + b.shape[-2:])
     out = np.empty(batch + (a.shape[-2], b.shape[-1]), a.dtype)
-    from cextend import ops
     for index in np.ndindex(*batch):
         out[index] = ops.linear_forward(a_full[index], b_full[index].T)
     return out
@@ -66,7 +65,6 @@ def mm(input, mat2, *, out=None):
     if out is not None:
         rec.check_out(out, "mm", a, b)
         return rec.write_out(out, data, "mm")
-    from cextend.tensor import _wrap
     result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_MmNode, (a, b), result)
@@ -89,7 +87,6 @@ def _batched(a, b):
                            "got: [%s, %d]." % (list(b._data.shape[:-2]), a._data.shape[-1],
                                                list(b._data.shape[:-2]), b._data.shape[-2]))
     _check_same_dtype(a, b, "matmul")
-    from cextend.tensor import _wrap
     result = _wrap(np.asarray(batched_gemm(a._data, b._data)))
     if rec.needs_grad(a, b):
         node = rec.record(_BmmNode, (a, b), result)
@@ -204,7 +201,6 @@ def _add_scaled_product(name, node_cls, input, m1, m2, beta, alpha, product):
     if np.broadcast_shapes(x._data.shape, product.shape) != product.shape:
         raise RuntimeError("%s: the input of shape %s cannot be broadcast to the product's shape %s"
                            % (name, list(x._data.shape), list(product.shape)))
-    from cextend.tensor import _wrap
     result = _wrap(np.asarray(data, product.dtype))
     if rec.needs_grad(x, m1, m2):
         node = rec.record(node_cls, (x, m1, m2), result)
@@ -298,7 +294,6 @@ def _linear_backward(node, g, x, w):
         return (g.matmul(w) if need_x else None,
                 g2.t().mm(x2) if need_w else None,
                 g2.sum(0) if need_b else None)
-    from cextend import ops
     dx, dw, db = ops.linear_backward(g._data, x._data, w._data, input=need_x, weight=need_w, bias=need_b)
     return (None if dx is None else _wrap(dx)), (None if dw is None else _wrap(dw)), \
         (None if db is None else _wrap(db))
@@ -348,10 +343,13 @@ def linear(input, weight, bias=None):
         out = matmul(x, w)
         return out + b if b is not None else out
     xd, wd = x._data, w._data
-    bd = None if b is None else np.broadcast_to(b._data, (wd.shape[0],))
+    bd = None
+    if b is not None:
+        bd = b._data
+        if bd.shape != (wd.shape[0],):
+            bd = np.ascontiguousarray(np.broadcast_to(bd, (wd.shape[0],)))
     if xd.dtype in _FLOATS:
-        from cextend import ops
-        data = ops.linear_forward(xd, wd, None if bd is None else np.ascontiguousarray(bd))
+        data = ops.linear_forward(xd, wd, bd)
     else:
         data = np.matmul(xd, wd.T)
         if bd is not None:

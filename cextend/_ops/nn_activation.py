@@ -18,6 +18,7 @@ from cextend._ops._nn_checks import functional_call, host_tensor, require_float
 from cextend._ops.arithmetic import where
 from cextend._ops.conversion import to_dtype
 from cextend._ops.registry import register
+from cextend.tensor import _wrap as _new_tensor
 
 _SQRT1_2 = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -27,9 +28,7 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 class Activation:

@@ -15,11 +15,10 @@ from cextend._ops import nn_samples as S
 from cextend._ops._nn_checks import (check_no_grad, functional_call, host_tensor, reduction_arg,
                                      require_float, torch_name)
 from cextend._ops.registry import register
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 class _Picks:

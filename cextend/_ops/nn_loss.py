@@ -20,11 +20,10 @@ from cextend._fpe import quietly
 from cextend._ops._operands import as_array, require_tensor
 from cextend._ops.registry import register
 from cextend._promotion import result_type
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _broadcast_pair(x, t):

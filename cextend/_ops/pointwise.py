@@ -13,6 +13,7 @@ import numpy as np
 from cextend import _backend
 from cextend._device import DeviceArray
 from cextend._fpe import quietly
+from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
@@ -66,11 +67,14 @@ class Unary:
         if out is not None:
             rec.check_out(out, self.name, x)
             return rec.write_out(out, data, self.name)
-        from cextend.tensor import _wrap
         result = _wrap(data)
         if self.node is not None and rec.needs_grad(x):
             node = rec.record(self.node, (x,), result)
-            node._saved = tuple(rec.save(x) if s == "self" else rec.save_output(result) for s in self.saves)
+            saves = self.saves
+            if saves:
+                node._saved = (rec.save(x) if saves[0] == "self" else rec.save_output(result),) \
+                    if len(saves) == 1 else tuple([rec.save(x) if s == "self" else rec.save_output(result)
+                                                   for s in saves])
         return result
 
     def inplace(self, input):
@@ -226,13 +230,15 @@ register("round", round_, inplace=lambda self, decimals=0: (
 def _relu_backward(node, g, result):
     if type(result._data) is DeviceArray:
         return g * _device_relu_mask(result._data)
+    if not _grad_state.enabled and type(g._data) is np.ndarray:
+        # threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)
+        return _wrap(np.where(result._data <= 0, g._data.dtype.type(0), g._data))
     return g.masked_fill(result <= 0, 0)
 
 
 def _device_relu_mask(result):
     """1 where relu's output is positive, on the device (a constant)."""
     from cextend._device import runtime
-    from cextend.tensor import _wrap
     ones, mask = DeviceArray(result.shape, result.dtype), DeviceArray(result.shape, result.dtype)
     ones[...] = 1
     runtime().relu_backward(result, ones, mask)
@@ -306,7 +312,6 @@ def polygamma(n, input, *, out=None):
     if out is not None:
         rec.check_out(out, "polygamma", x)
         return rec.write_out(out, data, "polygamma")
-    from cextend.tensor import _wrap
     result = _wrap(data)
     if rec.needs_grad(x):
         node = rec.record(_PolygammaNode, (x,), result)
@@ -338,6 +343,7 @@ def _polygamma_samples(rng):
 
 register("polygamma", polygamma, method=False, samples=_polygamma_samples, family="pointwise")
 from cextend._ops.registry import method as _method  # noqa: E402
+from cextend.tensor import _wrap
 _method("polygamma", lambda self, n: polygamma(n, self))
 _method("polygamma_", _polygamma_inplace)
 
@@ -399,7 +405,6 @@ def clamp(input, min=None, max=None, *, out=None):
     if out is not None:
         rec.check_out(out, "clamp", x, low, high)
         return rec.write_out(out, data, "clamp")
-    from cextend.tensor import _wrap
     result = _wrap(data)
     if rec.needs_grad(x, low, high) and dt.kind == "f":
         node = rec.record(_ClampNode, (x, low, high), result)
@@ -469,7 +474,6 @@ register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, 
 def _predicate(name, compute):
     def predicate(input):
         x = require_tensor(input, name)
-        from cextend.tensor import _wrap
         return _wrap(np.asarray(compute(x._data)))
     predicate.__name__ = name
     register(name, predicate, samples=S.unary(), gradcheck=False, family="pointwise", integer_inputs=True)
@@ -489,7 +493,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     data = np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf) if x._data.dtype.kind == "f" \
         else x._data.copy()
     mask = np.isfinite(x._data) if x._data.dtype.kind == "f" else None
-    from cextend.tensor import _wrap
     result = _wrap(data)
     if rec.needs_grad(x):
         node = rec.record(_NanToNumNode, (x,), result)

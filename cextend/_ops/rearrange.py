@@ -5,11 +5,10 @@ import numpy as np
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _dims(x, dims, op):

@@ -15,6 +15,7 @@ from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.arithmetic import maximum, minimum, where
 from cextend._ops.registry import register
 from cextend.autograd.grad_mode import is_grad_enabled
+from cextend.tensor import _wrap
 
 
 
@@ -60,7 +61,6 @@ def spread(g, in_shape, dims, keepdim):
         g = g.reshape(keep)
     if is_grad_enabled() and g.requires_grad:
         return g.expand(in_shape)
-    from cextend.tensor import _wrap
     out = empty_like(in_shape, g._data.dtype, like=g._data)
     out[...] = g._data.reshape(keep) if g._data.shape != keep else g._data
     return _wrap(out)
@@ -108,7 +108,6 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum")
-    from cextend.tensor import _wrap
     return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
 
 
@@ -136,7 +135,6 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean")
-    from cextend.tensor import _wrap
     return _record_reduce(_MeanNode, x, _wrap(result), dims, keepdim, count=count)
 
 
@@ -193,7 +191,6 @@ def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
         raise _unsupported(name)
     reducer = np.max if is_max else np.min
     result = np.asarray(reducer(data, axis=all_dims, keepdims=keepdim))
-    from cextend.tensor import _wrap
     out = _wrap(result)
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), out)
@@ -317,7 +314,6 @@ def _logical_reduction(ufunc_reduce, name):
     def reduce(input, dim=None, keepdim=False, *, out=None):
         x = require_tensor(input, name)
         dims = reduce_dims(x, dim)
-        from cextend.tensor import _wrap
         result = np.asarray(ufunc_reduce(x._data.astype(bool, copy=False), axis=dims, keepdims=keepdim))
         if x._data.dtype == np.uint8:
             result = result.astype(np.uint8)
@@ -342,7 +338,6 @@ _IndexScatterNode = rec.node_class("ValueSelectingReductionBackward", _scatter_b
 
 def index_scatter(g, indices, dim, shape, keepdim):
     """zeros(shape) with g put at `indices` along dim (one index per slot)."""
-    from cextend.tensor import _wrap
     idx = indices._data if is_tensor(indices) else indices
     out = np.zeros(shape, g._data.dtype)
     if len(shape) == 0:
@@ -366,7 +361,6 @@ _GatherAlongNode = rec.node_class("GatherBackward", _gather_back_to_scatter)
 
 
 def _gather_op(t, indices, dim, keepdim):
-    from cextend.tensor import _wrap
     data = t._data
     if data.ndim == 0:
         result = data.copy()

@@ -7,6 +7,7 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
+from cextend.tensor import _wrap
 
 
 def _dim_of(x, dim):
@@ -42,7 +43,6 @@ def cumsum(input, dim, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "cumsum", x)
         return rec.write_out(out, result, "cumsum")
-    from cextend.tensor import _wrap
     t = _wrap(np.asarray(result))
     if rec.needs_grad(x):
         node = rec.record(_CumsumNode, (x,), t)
@@ -92,7 +92,6 @@ def cumprod(input, dim, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "cumprod", x)
         return rec.write_out(out, result, "cumprod")
-    from cextend.tensor import _wrap
     t = _wrap(np.asarray(result))
     if rec.needs_grad(x):
         node = rec.record(_CumprodNode, (x,), t)
@@ -137,7 +136,6 @@ def _cum_extreme_backward(node, grads, indices):
 
 def _scatter_add_along(g, index, dim, shape):
     from cextend._ops.gather_scatter import scatter_add
-    from cextend.tensor import _wrap
     zeros = _wrap(np.zeros(shape, g._data.dtype))
     return scatter_add(zeros, dim, _wrap(index), g)
 
@@ -149,7 +147,6 @@ _CumminNode = rec.node_class("CumminBackward", _cum_extreme_backward, multi_outp
 def _cum_extreme(x, dim, is_max, name):
     d = _dim_of(x, dim)
     data = x._data
-    from cextend.tensor import _wrap
     if data.ndim == 0:
         values, indices = data.copy(), np.zeros((), np.int64)
     else:
@@ -212,7 +209,6 @@ def logcumsumexp(input, dim, *, out=None):
     dt = float_result(x._data.dtype)
     data = x._data.astype(dt)
     result = quietly(np.logaddexp.accumulate, data, d) if data.ndim else data.copy()
-    from cextend.tensor import _wrap
     t = _wrap(np.asarray(result, dt))
     if out is not None:
         return rec.write_out(out, t._data, "logcumsumexp")

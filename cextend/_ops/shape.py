@@ -11,6 +11,7 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.autograd import views
+from cextend.tensor import _wrap
 
 
 def _dim(dim, ndim, op="dim"):
@@ -107,7 +108,6 @@ def reshape(input, *shape):
         if data.shape == x._data.shape and type(data) is not DeviceArray:
             return _alias(x)
         return _view(x, data, lambda t: t.reshape(shape), _ReshapeNode, in_shape=x._data.shape)
-    from cextend.tensor import _wrap
     out = _wrap(x._data.reshape(shape))
     if rec.needs_grad(x):
         node = rec.record(_ReshapeNode, (x,), out)
@@ -415,7 +415,6 @@ def embed(g, shape, place):
     """zeros(shape) with g written where `place` (a view op replayed on a
     Tensor of that shape) points: the backward of every slicing view.
     Its own backward is place() itself, so derivatives of any order exist."""
-    from cextend.tensor import _wrap
     out = _wrap(np.zeros(shape, g._data.dtype))
     with _no_grad():
         place(out)._data[...] = g._data
@@ -511,7 +510,6 @@ def _multi_back(node, grads):
     pieces = []
     for g, shape in zip(grads, node.shapes):
         if g is None:
-            from cextend.tensor import _wrap
             g = _wrap(np.zeros(shape, node.dtype))
         pieces.append(g)
     if node.stacked:
@@ -601,7 +599,6 @@ register("unbind", unbind, samples=lambda rng: iter([Sample(rng.standard_normal(
 
 def detach(input):
     """The same storage and version counter, outside the graph."""
-    from cextend.tensor import _wrap
     out = _wrap(input._data)
     out._version_counter = input._version_counter
     return out

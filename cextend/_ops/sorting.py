@@ -8,11 +8,10 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import index_scatter, return_types, _evenly_backward
 from cextend._ops.registry import Sample, register
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _dim(x, dim):

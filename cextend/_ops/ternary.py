@@ -8,11 +8,10 @@ from cextend._ops._operands import as_array, is_tensor, require_operand, require
 from cextend._ops.arithmetic import check_broadcasts_into
 from cextend._ops.registry import Sample, register
 from cextend._promotion import result_type
+from cextend.tensor import _wrap as _new_tensor
 
 
-def _wrap(array):
-    from cextend.tensor import _wrap as wrap
-    return wrap(array)
+_wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _c_name(t):

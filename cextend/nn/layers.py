@@ -38,7 +38,8 @@ class Linear(Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input):
-        shape = getattr(input, "shape", None)
+        data = getattr(input, "_data", None)       # the array's shape: no Size object per call
+        shape = data.shape if data is not None else None
         if shape is not None and len(shape) == 0:
             raise RuntimeError(
                 "%s got a 0-d input; expected shape (*, %d) (both arguments to linear need to be at least 1D, "

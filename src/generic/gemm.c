@@ -17,15 +17,25 @@
  * sees one fixed sequence of operations: results do not depend on the
  * operands' layout, on packing, or on how many threads split the output.
  *
- * Small-problem path: when M is small and B's rows are contiguous, packing
- * B would cost about as much as the product, so the microkernel reads B's
- * rows in place (only a ragged last column panel is packed).
+ * Tiny products (up to TINY_WORK multiply-adds) skip packing altogether:
+ * the plan's tiny path computes each element with the microkernel's own
+ * arithmetic.  Small products: when M is small and B's rows are
+ * contiguous, packing B would cost about as much as the product, so the
+ * microkernel reads B's rows in place (only a ragged last panel is packed).
  */
 
 #define PLAN CX_PASTE(cx_plan, SFX)
 
+/* Up to this many multiply-adds (in one k block), the plan's unpacked
+ * tiny path beats packing: scalar FMAs at about two a cycle against a
+ * packed path's ~150 ns of fixed cost (a 1x8x8 Linear is 64). */
+#define TINY_WORK 1024
 /* Up to this many row panels, reading B in place beats packing it. */
 #define SMALL_M_PANELS 4
+/* Packing row-contiguous B reads this many micro-panels of a row at once. */
+#ifndef PACK_ROW_PANELS
+#define PACK_ROW_PANELS 8
+#endif
 /* Pack buffers up to this size live on the stack. */
 #ifndef STACK_SCRATCH_BYTES
 #define STACK_SCRATCH_BYTES (32 * 1024)
@@ -55,9 +65,13 @@ static inline int64_t CX_FN(round_up)(int64_t x, int64_t multiple)
 
 /* A[0:mc, 0:kc] (strides rsa, csa) -> mr-row micro-panels, each kc steps of
  * mr values; rows past mc are zero so edge tiles compute harmlessly. */
-static void CX_FN(pack_a)(int64_t mc, int64_t kc, const REAL *a, int64_t rsa, int64_t csa,
-                          int mr, REAL *restrict ap)
+static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *a, int64_t rsa,
+                          int64_t csa, int mr, REAL *restrict ap)
 {
+    if (csa == 1 && rsa != 1 && plan->pack_a_rows) {
+        plan->pack_a_rows(mc, kc, a, rsa, ap);      /* transposing in registers */
+        return;
+    }
     for (int64_t ir = 0; ir < mc; ir += mr) {
         const int64_t rows = CX_FN(min64)(mr, mc - ir);
         const REAL *src = a + ir * rsa;
@@ -79,46 +93,68 @@ static void CX_FN(pack_a)(int64_t mc, int64_t kc, const REAL *a, int64_t rsa, in
     }
 }
 
-/* B[0:kc, 0:nc] (strides rsb, csb) -> nr-column micro-panels, each kc rows
- * of nr values; columns past nc are zero. */
-static void CX_FN(pack_b)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int64_t csb,
-                          int nr, REAL *restrict bp)
+/* B[0:kc, 0:nc] with contiguous rows (csb == 1): a straight copy into
+ * micro-panels.  Each row is read PACK_ROW_PANELS panels' worth at a time,
+ * in runs the hardware prefetcher follows; going one panel at a time down
+ * rows a page or more apart (a 2048-wide W) kept missing the cache. */
+static void CX_FN(pack_b_rows)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int nr,
+                               REAL *restrict bp)
 {
-    for (int64_t jr = 0; jr < nc; jr += nr) {
-        const int64_t cols = CX_FN(min64)(nr, nc - jr);
-        const REAL *src = b + jr * csb;
-        if (csb == 1) {
-            for (int64_t p = 0; p < kc; ++p) {
-                const REAL *row = src + p * rsb;
-                REAL *dst = bp + p * nr;
+    const int64_t group = (int64_t)nr * PACK_ROW_PANELS;
+    for (int64_t j0 = 0; j0 < nc; j0 += group) {
+        const int64_t width = CX_FN(min64)(group, nc - j0);
+        REAL *panels = bp + j0 * kc;                /* j0 is a multiple of nr */
+        for (int64_t p = 0; p < kc; ++p) {
+            const REAL *row = b + p * rsb + j0;
+            for (int64_t jr = 0; jr < width; jr += nr) {
+                const int64_t cols = CX_FN(min64)(nr, width - jr);
+                REAL *dst = panels + jr * kc + p * nr;
                 for (int64_t j = 0; j < cols; ++j)
-                    dst[j] = row[j];
+                    dst[j] = row[jr + j];
                 for (int64_t j = cols; j < nr; ++j)
                     dst[j] = 0;
             }
-        } else {
-            /* Transposing (B = W^T in the forward pass): eight columns at a
-             * time, so eight source streams advance together and each step
-             * writes eight adjacent values instead of one per cache line. */
-            int64_t j = 0;
-            for (; j + 8 <= cols; j += 8) {
-                const REAL *c0 = src + j * csb;
-                for (int64_t p = 0; p < kc; ++p) {
-                    REAL *dst = bp + p * nr + j;
-                    const REAL *s = c0 + p * rsb;
-                    for (int q = 0; q < 8; ++q)
-                        dst[q] = s[q * csb];
-                }
-            }
-            for (; j < cols; ++j) {
-                const REAL *col = src + j * csb;
-                for (int64_t p = 0; p < kc; ++p)
-                    bp[p * nr + j] = col[p * rsb];
-            }
-            for (int64_t p = 0; p < kc; ++p)
-                for (int64_t jj = cols; jj < nr; ++jj)
-                    bp[p * nr + jj] = 0;
         }
+    }
+}
+
+/* B[0:kc, 0:nc] (strides rsb, csb) -> nr-column micro-panels, each kc rows
+ * of nr values; columns past nc are zero. */
+static void CX_FN(pack_b)(const PLAN *plan, int64_t kc, int64_t nc, const REAL *b, int64_t rsb,
+                          int64_t csb, int nr, REAL *restrict bp)
+{
+    if (csb == 1) {
+        CX_FN(pack_b_rows)(kc, nc, b, rsb, nr, bp);
+        return;
+    }
+    if (rsb == 1 && plan->pack_b_cols) {
+        plan->pack_b_cols(kc, nc, b, csb, bp);      /* transposing in registers */
+        return;
+    }
+    /* Transposing without the ISA's help (B = W^T in the forward pass on
+     * the portable plan): eight columns at a time, so eight source streams
+     * advance together and each step writes eight adjacent values. */
+    for (int64_t jr = 0; jr < nc; jr += nr) {
+        const int64_t cols = CX_FN(min64)(nr, nc - jr);
+        const REAL *src = b + jr * csb;
+        int64_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            const REAL *c0 = src + j * csb;
+            for (int64_t p = 0; p < kc; ++p) {
+                REAL *dst = bp + p * nr + j;
+                const REAL *s = c0 + p * rsb;
+                for (int q = 0; q < 8; ++q)
+                    dst[q] = s[q * csb];
+            }
+        }
+        for (; j < cols; ++j) {
+            const REAL *col = src + j * csb;
+            for (int64_t p = 0; p < kc; ++p)
+                bp[p * nr + j] = col[p * rsb];
+        }
+        for (int64_t p = 0; p < kc; ++p)
+            for (int64_t jj = cols; jj < nr; ++jj)
+                bp[p * nr + jj] = 0;
         bp += (int64_t)nr * kc;
     }
 }
@@ -161,10 +197,10 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
             const int accumulate = pc > 0;
             const REAL *b_block = b + pc * rsb + jc * csb;
             if (pack_b_whole)
-                CX_FN(pack_b)(kc, nc, b_block, rsb, csb, nr, bp);
+                CX_FN(pack_b)(plan, kc, nc, b_block, rsb, csb, nr, bp);
             for (int64_t ic = 0; ic < M; ic += plan->mc) {
                 const int64_t mc = CX_FN(min64)(plan->mc, M - ic);
-                CX_FN(pack_a)(mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
+                CX_FN(pack_a)(plan, mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t cols = CX_FN(min64)(nr, nc - jr);
                     const REAL *bpanel = bp + (jr / nr) * nr * kc;
@@ -174,7 +210,7 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
                             bpanel = b_block + jr;          /* B's rows in place */
                             b_rs = rsb;
                         } else {
-                            CX_FN(pack_b)(kc, cols, b_block + jr, rsb, 1, nr, bp);
+                            CX_FN(pack_b)(plan, kc, cols, b_block + jr, rsb, 1, nr, bp);
                             bpanel = bp;
                         }
                     }
@@ -207,6 +243,10 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
         return CEXTEND_OK;
     }
     const PLAN *plan = CX_FN(plan_for)(isa);
+    if (K <= plan->kc && (double)M * (double)N * (double)K <= TINY_WORK) {
+        plan->tiny(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc);
+        return CEXTEND_OK;
+    }
     const int64_t mr = plan->mr, nr = plan->nr;
     const int pack_b_whole = !(csb == 1 && M <= SMALL_M_PANELS * mr);
 

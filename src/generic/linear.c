@@ -28,6 +28,19 @@ int CX_FN(cextend_linear_forward)(int64_t n, int64_t k, int64_t m,
     return CX_FN(cx_gemm)(n, m, k, x, rsx, csx, w, csw, rsw, b, y, ldy);
 }
 
+int CX_FN(cextend_linear_forward_contiguous)(int64_t n, int64_t k, int64_t m, const REAL *x,
+                                             const REAL *w, const REAL *b, REAL *y)
+{
+    static const char fn[] = "cextend_linear_forward_contiguous_" CX_STR(SFX);
+    int st = cx_validate_linear_forward_contiguous(fn, sizeof(REAL), n, k, m, x, w, b, y);
+    if (st)
+        return st;
+    if (n == 0 || m == 0)
+        return CEXTEND_OK;
+    /* A = x (row stride k), B = w^T: B[p][j] = w[j * k + p]. */
+    return CX_FN(cx_gemm)(n, m, k, x, k, 1, w, 1, k, b, y, m);
+}
+
 int CX_FN(cextend_linear_backward)(int64_t n, int64_t k, int64_t m,
                                    const REAL *dy, int64_t lddy, int transdy,
                                    const REAL *x, int64_t ldx, int transx,

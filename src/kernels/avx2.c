@@ -22,7 +22,40 @@
 #define V_BCAST(x) _mm256_set1_ps(x)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_TRANSPOSE(r) transpose_8x8_f32(r)
+#define PACK_B_COLS pack_b_cols_avx2_f32
+#define TINY tiny_avx2_f32
+#define FMA1(x, y, z) __builtin_fmaf(x, y, z)
+
+/* t: rows 2k, 2k+1 interleaved per 128-bit half; u[4g + c], half L: column
+ * 4L + c of rows 4g .. 4g + 3; then the halves of u[c] and u[4 + c]. */
+TARGET static inline void transpose_8x8_f32(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < 2; ++g) {
+        const __m256d a = _mm256_castps_pd(t[4 * g]), b = _mm256_castps_pd(t[4 * g + 1]);
+        const __m256d c = _mm256_castps_pd(t[4 * g + 2]), d = _mm256_castps_pd(t[4 * g + 3]);
+        u[4 * g + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
 #include "simd_ukernel.h"
+#include "simd_pack.h"
+#undef V_TRANSPOSE
+#undef PACK_B_COLS
+#undef TINY
+#undef FMA1
 #undef REAL
 #undef VEC
 #undef VL
@@ -44,11 +77,27 @@
 #define V_BCAST(x) _mm256_set1_pd(x)
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #define V_ADD(a, b) _mm256_add_pd(a, b)
+#define V_TRANSPOSE(r) transpose_4x4_f64(r)
+#define PACK_B_COLS pack_b_cols_avx2_f64
+#define TINY tiny_avx2_f64
+#define FMA1(x, y, z) __builtin_fma(x, y, z)
+
+TARGET static inline void transpose_4x4_f64(__m256d r[4])
+{
+    const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
 #include "simd_ukernel.h"
+#include "simd_pack.h"
 
 /* kc: a 256 x 16 float B micro-panel is 16 KiB of the 48 KiB L1;
  * mc: a 144 x 256 block of A is 144 KiB (float) of the 1 MiB L2. */
-const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4080, ukernel_avx2_f32};
-const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2040, ukernel_avx2_f64};
+const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4080, ukernel_avx2_f32, pack_b_cols_avx2_f32, NULL, tiny_avx2_f32};
+const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2040, ukernel_avx2_f64, pack_b_cols_avx2_f64, NULL, tiny_avx2_f64};
 
 #endif

@@ -25,7 +25,81 @@
 #define V_BCAST(x) _mm512_set1_ps(x)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_TRANSPOSE(r) transpose_16x16_f32(r)
+#define PACK_B_COLS pack_b_cols_avx512_f32
+
+/* Lanes of four 128-bit quarters across (x0, x4, x8, x12): out[4L + c]
+ * gathers quarter L of u[c], u[4 + c], u[8 + c], u[12 + c] (see below). */
+TARGET static inline void transpose_16x16_f32(__m512 r[16])
+{
+    __m512 t[16], u[16];
+    /* t[2k], t[2k+1]: rows 2k and 2k+1 interleaved within each quarter. */
+    for (int k = 0; k < 8; ++k) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    /* u[4g + c], quarter L: column 4L + c of rows 4g .. 4g + 3. */
+    for (int g = 0; g < 4; ++g) {
+        const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+        u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    /* Column 4L + c: quarter L of u[c], u[4 + c], u[8 + c], u[12 + c]. */
+    for (int c = 0; c < 4; ++c) {
+        const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+        const __m512 x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee);
+        const __m512 x2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512 x3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+        r[c] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(x0, x2, 0xdd);
+        r[8 + c] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(x1, x3, 0xdd);
+    }
+}
+
+/* Eight rows of eight: the A side's micro-panels are MR = 8 floats wide. */
+TARGET static inline void transpose_8x8_f32(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < 2; ++g) {
+        const __m256d a = _mm256_castps_pd(t[4 * g]), b = _mm256_castps_pd(t[4 * g + 1]);
+        const __m256d c = _mm256_castps_pd(t[4 * g + 2]), d = _mm256_castps_pd(t[4 * g + 3]);
+        u[4 * g + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+#define TINY tiny_avx512_f32
+#define FMA1(x, y, z) __builtin_fmaf(x, y, z)
+#define PACK_A_ROWS pack_a_rows_avx512_f32
+#define AVEC __m256
+#define A_LOAD(p) _mm256_loadu_ps(p)
+#define A_STORE(p, v) _mm256_storeu_ps(p, v)
+#define A_TRANSPOSE(r) transpose_8x8_f32(r)
+
 #include "simd_ukernel.h"
+#include "simd_pack.h"
+#undef V_TRANSPOSE
+#undef PACK_B_COLS
+#undef PACK_A_ROWS
+#undef TINY
+#undef FMA1
+#undef AVEC
+#undef A_LOAD
+#undef A_STORE
+#undef A_TRANSPOSE
 #undef REAL
 #undef VEC
 #undef VL
@@ -47,12 +121,50 @@
 #define V_BCAST(x) _mm512_set1_pd(x)
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #define V_ADD(a, b) _mm512_add_pd(a, b)
-#include "simd_ukernel.h"
+#define V_TRANSPOSE(r) transpose_8x8_f64(r)
+#define PACK_B_COLS pack_b_cols_avx512_f64
 
-/* Measured on a 48 KiB-L1 / 1 MiB-L2 core (bench/): kc = 256 (a 32 KiB B
- * micro-panel in L1) beat 192 and 320; mc: a 256 x 256 float block of A
- * is 256 KiB of L2. */
-const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 256, 4096, ukernel_avx512_f32};
-const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64};
+/* The same scheme with pairs: t[2g + c], quarter L, holds column 2L + c of
+ * rows 2g and 2g + 1; then the 4 x 4 transpose of quarters. */
+TARGET static inline void transpose_8x8_f64(__m512d r[8])
+{
+    __m512d t[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm512_unpacklo_pd(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_pd(r[2 * k], r[2 * k + 1]);
+    }
+    for (int c = 0; c < 2; ++c) {
+        const __m512d x0 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0x44);
+        const __m512d x1 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0xee);
+        const __m512d x2 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0x44);
+        const __m512d x3 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0xee);
+        r[c] = _mm512_shuffle_f64x2(x0, x2, 0x88);
+        r[2 + c] = _mm512_shuffle_f64x2(x0, x2, 0xdd);
+        r[4 + c] = _mm512_shuffle_f64x2(x1, x3, 0x88);
+        r[6 + c] = _mm512_shuffle_f64x2(x1, x3, 0xdd);
+    }
+}
+
+#define TINY tiny_avx512_f64
+#define FMA1(x, y, z) __builtin_fma(x, y, z)
+#define PACK_A_ROWS pack_a_rows_avx512_f64
+#define AVEC __m512d
+#define A_LOAD(p) _mm512_loadu_pd(p)
+#define A_STORE(p, v) _mm512_storeu_pd(p, v)
+#define A_TRANSPOSE(r) transpose_8x8_f64(r)
+
+#include "simd_ukernel.h"
+#include "simd_pack.h"
+
+/* Measured on a 48 KiB-L1 / 1 MiB-L2 core (Zen 5): kc = 256 (a 32 KiB B
+ * micro-panel in L1) beat 192 and 320.  On a 32 KiB-L1 / 1 MiB-L2 Zen 4,
+ * kc from 256 to 512 and mc from 128 to 512 were within the noise of a
+ * shared machine for forward and backward, with mc = 384 (a 384 KiB float
+ * block of A in L2) ahead by 2-4% for the forward pass (bench/ and thread
+ * CPU time, best of repeats). */
+const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
+                                       pack_a_rows_avx512_f32, tiny_avx512_f32};
+const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
+                                       pack_a_rows_avx512_f64, tiny_avx512_f64};
 
 #endif

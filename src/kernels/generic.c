@@ -31,5 +31,24 @@
 DEFINE_GENERIC_UKERNEL(ukernel_generic_f32, float, 4, 8)
 DEFINE_GENERIC_UKERNEL(ukernel_generic_f64, double, 4, 4)
 
-const cx_plan_f32 cx_plan_generic_f32 = {4, 8, 256, 128, 2048, ukernel_generic_f32};
-const cx_plan_f64 cx_plan_generic_f64 = {4, 4, 256, 128, 2048, ukernel_generic_f64};
+/* The unpacked path for tiny products: the same separate multiply and add
+ * from 0 over p as the microkernels above, then + bias, so the bits match. */
+#define DEFINE_GENERIC_TINY(NAME, REAL)                                                        \
+    static void NAME(int64_t M, int64_t N, int64_t K, const REAL *a, int64_t rsa, int64_t csa, \
+                     const REAL *b, int64_t rsb, int64_t csb, const REAL *bias, REAL *c,        \
+                     int64_t ldc)                                                              \
+    {                                                                                          \
+        for (int64_t i = 0; i < M; ++i)                                                        \
+            for (int64_t j = 0; j < N; ++j) {                                                  \
+                REAL acc = 0;                                                                  \
+                for (int64_t p = 0; p < K; ++p)                                                \
+                    acc += a[i * rsa + p * csa] * b[p * rsb + j * csb];                        \
+                c[i * ldc + j] = bias ? acc + bias[j] : acc;                                   \
+            }                                                                                  \
+    }
+
+DEFINE_GENERIC_TINY(tiny_generic_f32, float)
+DEFINE_GENERIC_TINY(tiny_generic_f64, double)
+
+const cx_plan_f32 cx_plan_generic_f32 = {4, 8, 256, 128, 2048, ukernel_generic_f32, NULL, NULL, tiny_generic_f32};
+const cx_plan_f64 cx_plan_generic_f64 = {4, 4, 256, 128, 2048, ukernel_generic_f64, NULL, NULL, tiny_generic_f64};

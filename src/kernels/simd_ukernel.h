@@ -59,3 +59,38 @@ TARGET static void UKERNEL(int64_t kc, const REAL *restrict a, const REAL *restr
         }
     }
 }
+
+#ifdef TINY
+/*
+ * A whole product too small to be worth packing (see cx_tiny_* in
+ * internal.h): each C[i][j] is the same fused multiply-add chain from +0
+ * over p that UKERNEL computes, then + bias[j], so the bits match the
+ * packed path exactly.  Eight columns advance together to hide the FMA
+ * latency; FMA1 is the scalar fused multiply-add.
+ */
+TARGET static void TINY(int64_t M, int64_t N, int64_t K, const REAL *a, int64_t rsa, int64_t csa,
+                        const REAL *b, int64_t rsb, int64_t csb, const REAL *bias, REAL *c, int64_t ldc)
+{
+    for (int64_t j0 = 0; j0 < N; j0 += 8) {
+        const int64_t width = N - j0 < 8 ? N - j0 : 8;
+        /* A narrow last group repeats its last column in the spare lanes
+         * (computed, never stored), so all eight chains stay in registers. */
+        int64_t col[8];
+        for (int j = 0; j < 8; ++j)
+            col[j] = (j0 + (j < width ? j : width - 1)) * csb;
+        for (int64_t i = 0; i < M; ++i) {
+            const REAL *row = a + i * rsa;
+            REAL acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (int64_t p = 0; p < K; ++p) {
+                const REAL x = row[p * csa], *bp = b + p * rsb;
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; ++j)
+                    acc[j] = FMA1(x, bp[col[j]], acc[j]);
+            }
+            REAL *out = c + i * ldc + j0;
+            for (int64_t j = 0; j < width; ++j)
+                out[j] = bias ? acc[j] + bias[j0 + j] : acc[j];
+        }
+    }
+}
+#endif

@@ -82,6 +82,9 @@ def save_then_mutate(gen):
             expr, et = expr + "[0]", et[0]
         if et is None or isinstance(et, (tuple, list)):
             return
+        if gen.aliases_grad_result(et):
+            expr = yield from gen.protect(expr, et)
+            et = gen.value(expr)
         yield from F.inplace_on(gen, expr, et, gen.choice(("add_", "mul_", "setitem", "zero_", "self", "table")))
     zt = gen.value(z)
     if zt is not None and _requires_grad(zt):
@@ -169,6 +172,8 @@ def custom_function(gen):
                 expr, t = yield from differentiable(gen, reuse=0.5)
             if t is None:
                 return
+            if name in functions.MUTATE_INPUT:
+                expr = yield from gen.protect(expr, t)
             first = t
             args.append(expr)
         elif code == "S":
@@ -239,6 +244,7 @@ def autograd_misc(gen):
     elif kind == "hook":
         yield Stmt("%s = %s.register_hook(%s)" % (gen.handle(), expr, gen.choice(HOOKS)), "autograd",
                    "register_hook " + ("leaf" if t.is_leaf else "non-leaf"))
+        gen.note_hook(t)
     elif kind == "detach":
         yield from gen.assign(expr + gen.choice((".detach()", ".detach().requires_grad_()")), "autograd", kind)
     elif kind == "data":
@@ -269,7 +275,9 @@ def backward(gen):
         if gen.coin(0.7):
             yield Stmt("%s.backward()" % loss_of(gen, expr, t), "backward", "plain after create_graph")
     elif kind in ("grad", "grad create_graph"):
-        inputs = _inputs(gen)
+        inputs = _inputs(gen, for_autograd_grad=True)
+        if not inputs:
+            return
         create = kind == "grad create_graph"
         options = "allow_unused=%s" % gen.choice(("True", "False"))
         if create:
@@ -278,6 +286,7 @@ def backward(gen):
             options += ", retain_graph=True"
         grads = yield from gen.assign("torch.autograd.grad(%s, [%s], %s)" % (loss, ", ".join(inputs), options),
                                       "backward", "autograd.grad" + (" create_graph" if create else ""))
+        gen.note_grad_results(grads)
         gt = gen.value(grads)
         if create and gt and gt[0] is not None and _requires_grad(gt[0]):
             yield Stmt("%s.backward()" % loss_of(gen, grads + "[0]", gt[0]), "backward", "double backward")
@@ -289,8 +298,12 @@ def backward(gen):
         yield Stmt("torch.autograd.backward([%s, %s])" % (loss, loss_of(gen, other, ot)), "backward", kind)
 
 
-def _inputs(gen):
+def _inputs(gen, for_autograd_grad=False):
+    """Tensors to differentiate with respect to.  autograd.grad gets no
+    non-leaf with a hook: torch is inconsistent there (allowlist.py, D26)."""
     found = gen.tensors(_requires_grad)
+    if for_autograd_grad:
+        found = [(e, t) for e, t in found if t.is_leaf or not gen.is_hooked(t)]
     leaves = [e for e, t in found if t.is_leaf]
     pool = leaves if leaves and gen.coin(0.7) else [e for e, _ in found]
     count = min(len(pool), gen.integer(1, 3))

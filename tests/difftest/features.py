@@ -41,9 +41,13 @@ def some_tensor(gen, dtypes=ANY_DTYPE, where=None, reuse=0.5):
 
 
 def writable(gen, expr, t, p=0.85):
-    """An in-place target: mostly not a leaf requiring grad (torch raises there)."""
+    """An in-place target: mostly not a leaf requiring grad (torch raises there),
+    never a result of autograd.grad (see Gen.protect)."""
     if t is not None and t.is_leaf and t.requires_grad and gen.coin(p):
         expr = yield from gen.assign("%s.clone()" % expr, "layout")
+        t = gen.value(expr)
+    if t is not None and gen.aliases_grad_result(t):
+        expr = yield from gen.protect(expr, t)
         t = gen.value(expr)
     return expr, t
 

@@ -202,6 +202,9 @@ SOURCES = {name: textwrap.dedent(text).strip("\n") + "\n" for name, text in _DEF
 
 # How each is called: T a float tensor, S another float tensor of T's shape
 # (or broadcastable), k a Python number.
+# Functions whose forward writes into their first input.
+MUTATE_INPUT = ("MulDirty", "DirtyNotReturned")
+
 SIGNATURES = {
     "MulDirty": "Tk", "DirtyNotReturned": "T", "ValueAndIndex": "T", "PassThroughNonDiff": "T",
     "NoMaterialize": "T", "ScalarOut": "T", "Identity": "T", "ExpSaveOutput": "T", "CubeSetup": "Tk",

@@ -20,6 +20,8 @@ class Gen:
         self.ns = ns            # torch's namespace: what the program has made so far
         self.count = 0
         self.handles = 0
+        self.grad_results = []      # torch tensors autograd.grad returned (see protect)
+        self.hooked = []            # torch tensors a hook was registered on
 
     # -- choices ----------------------------------------------------------------
     def coin(self, p=0.5):
@@ -109,18 +111,24 @@ class Gen:
         yield Stmt("%s = %s" % (name, V.tensor_source(a, dtype, rg)), "leaf")
         return name
 
-    def tensor(self, shape, dtype, template=None, requires_grad=None, layout=None, reuse=0.3):
+    def tensor(self, shape, dtype, template=None, requires_grad=None, layout=None, reuse=0.3, layouts=None):
         """Yields the statements making a tensor of shape and dtype (a leaf, a
-        view of one, or a live tensor reused); returns its expression."""
+        view of one, or a live tensor reused); returns its expression.
+        layouts: the op table's accepted input layouts (OpInfo.layouts)."""
         shape = tuple(shape)
+        contiguous_only = layouts is not None and tuple(layouts) == ("contiguous",)
         if reuse and self.coin(reuse):
-            expr, _ = self.pick(lambda t: tuple(t.shape) == shape and V.dtype_of(t) == dtype)
+            expr, _ = self.pick(lambda t: tuple(t.shape) == shape and V.dtype_of(t) == dtype
+                                and (not contiguous_only or t.is_contiguous()))
             if expr is not None:
                 return expr
         if requires_grad is None:
             requires_grad = dtype in V.FLOAT_DTYPES and self.coin(0.65)
         if layout is None:
-            layout = self.weighted({"plain": 6, "transposed": 1, "sliced": 1, "expanded": 1})
+            accepted = ("contiguous", "transposed", "sliced") if layouts is None else layouts
+            layout = self.weighted({"plain": 6, "transposed": 1 if "transposed" in accepted else 0,
+                                    "sliced": 1 if "sliced" in accepted else 0,
+                                    "expanded": 0 if contiguous_only else 1})
         a = self.data(shape, template)
         if layout == "transposed" and len(shape) >= 2:
             base = yield from self.leaf(np.swapaxes(a, -1, -2), dtype, requires_grad)
@@ -159,6 +167,34 @@ class Gen:
             t = None if template is None else float(np.asarray(template))
             return V.scalar_source(self.number(t))
         return (yield from self.tensor(shape, self.dtype(plan), template, **kw))
+
+    # -- what the generator steers around (allowlist.py's notes on D25 and D26) -----------
+    def note_grad_results(self, expr):
+        """Remember what torch.autograd.grad returned into `expr`."""
+        results = self.value(expr)
+        if isinstance(results, (tuple, list)):
+            self.grad_results.extend(r for r in results if hasattr(r, "untyped_storage"))
+
+    def aliases_grad_result(self, t):
+        if not hasattr(t, "untyped_storage") or not self.grad_results:
+            return False
+        ptr = t.untyped_storage().data_ptr()
+        return any(r.untyped_storage().data_ptr() == ptr for r in self.grad_results)
+
+    def protect(self, expr, t=None):
+        """An in-place target: a clone of expr where it shares memory with a
+        result of autograd.grad (torch's may be an expanded view).  Yields
+        the clone's statement; returns the expression to write into."""
+        t = self.value(expr) if t is None else t
+        if self.aliases_grad_result(t):
+            expr = yield from self.assign("%s.clone()" % expr, "layout")
+        return expr
+
+    def note_hook(self, t):
+        self.hooked.append(t)
+
+    def is_hooked(self, t):
+        return any(h is t for h in self.hooked)
 
     def value(self, expr):
         """What expr is in torch's namespace now (None if it does not exist,

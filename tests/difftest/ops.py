@@ -10,12 +10,16 @@ rarely for others: errors and promotion must match too), the layout
 operands, Python numbers for 0-d operands, and the spelling: torch.NAME,
 Tensor.NAME, an alias, or the in-place Tensor.NAME_.
 """
+import inspect
+
 import numpy as np
 
-from cextend._ops.registry import OPS, Const, Sample
+from cextend._ops.registry import OPS, Const
 
+from . import calls
 from . import values as V
 from .allowlist import POLES, TORCH_BUGS
+from .features import writable
 from .program import Stmt
 
 # Families whose Python-number arguments are operands (vary their values);
@@ -23,37 +27,17 @@ from .program import Stmt
 NUMBER_FAMILIES = ("arithmetic", "comparison", "pointwise")
 
 
-def _a(rng, *shape):
-    return rng.uniform(-2, 2, shape)
-
-
-# Ops whose entry has no samples yet (reported to the lead): templates here.
-FALLBACK_SAMPLES = {
-    "reshape": lambda rng: [Sample(_a(rng, 3, 4), (4, 3)), Sample(_a(rng, 2, 3, 2), (-1,)),
-                            Sample(_a(rng, 6), (2, -1, 1)), Sample(_a(rng), (1,))],
-    "view": lambda rng: [Sample(_a(rng, 3, 4), (4, 3)), Sample(_a(rng, 2, 3, 2), (6, -1)),
-                         Sample(_a(rng, 6), (2, 3))],
-    "clamp": lambda rng: [Sample(_a(rng, 3, 4), -0.5, 0.5), Sample(_a(rng, 3, 4), min=-1.0),
-                          Sample(_a(rng, 3, 4), max=0.25), Sample(_a(rng, 3, 4), _a(rng, 3, 4), _a(rng, 4))],
-    "clamp_min": lambda rng: [Sample(_a(rng, 3, 4), 0.0)],
-    "clamp_max": lambda rng: [Sample(_a(rng, 3, 4), 0.5)],
-}
-
-
 def vocabulary():
     return [info for info in OPS.values() if info.difftest]
 
 
 def without_samples():
-    """Table entries the tester drives from FALLBACK_SAMPLES (or cannot drive)."""
+    """Table entries the tester cannot drive (no samples)."""
     return sorted(info.name for info in vocabulary() if info.samples is None)
 
 
 def samples(info, rng):
-    if info.samples is not None:
-        return list(info.samples(rng))
-    make = FALLBACK_SAMPLES.get(info.name)
-    return make(rng) if make else []
+    return list(info.samples(rng)) if info.samples is not None else []
 
 
 def _spellings(info, first_is_tensor):
@@ -92,8 +76,11 @@ def op_call(gen):
         kwargs.append("%s=%s" % (key, (yield from _argument(gen, info, a, plan, 1, False))))
     if not steer_clear(gen, info.name, args):
         return
-    if info.call is not None:           # the op takes a sequence of tensors
-        text = "torch.%s([%s]%s)" % (spelling, ", ".join(args), "".join(", " + k for k in kwargs))
+    if info.call is not None:           # the table says how to call it (calls.py)
+        text = "%s(%s)" % (calls.name_of(info), ", ".join(["torch"] + args + kwargs))
+    elif form == "module" and takes_out(info) and gen.coin(0.2):
+        yield from out_call(gen, info, spelling, args, kwargs)
+        return
     elif form == "module":
         text = "torch.%s(%s)" % (spelling, ", ".join(args + kwargs))
     else:
@@ -103,12 +90,82 @@ def op_call(gen):
     yield from gen.assign(text, "op", op)
 
 
+# -- out= -------------------------------------------------------------------------
+
+def takes_out(info):
+    """Whether cextend's function for the op has an `out` parameter (torch's
+    functions take out= for every op of the table that has one)."""
+    try:
+        return "out" in inspect.signature(info.function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+OUT_KINDS = {"exact": 8, "other dtype": 2, "empty": 2, "wrong shape": 1, "strided": 2, "an input": 1,
+             "expanded": 0.4, "requires grad": 0.6}
+
+
+def out_call(gen, info, spelling, args, kwargs):
+    """torch.NAME(..., out=o): o of the result's shape and dtype or not
+    (torch resizes, casts where it can, refuses the rest), strided, one of
+    the inputs, expanded or requiring grad; under no_grad or not.  Then,
+    sometimes, whether the result `is` o."""
+    plain = "torch.%s(%s)" % (spelling, ", ".join(args + kwargs))
+    result = gen.value(plain)          # what the op gives without out= (in torch)
+    if hasattr(result, "shape"):
+        results = [result]
+    elif isinstance(result, tuple) and result and all(hasattr(r, "shape") for r in result):
+        results = list(result)
+    else:
+        yield from gen.assign(plain, "op", info.name)
+        return
+    outs = []
+    for r in results:
+        outs.append((yield from _out_tensor(gen, r, args, len(results) == 1)))
+    out = outs[0] if len(outs) == 1 else "(%s)" % ", ".join(outs)
+    text = "torch.%s(%s)" % (spelling, ", ".join(args + kwargs + ["out=" + out]))
+    name = gen.name()
+    code = "%s = %s" % (name, text)
+    if gen.coin(0.4):
+        code = "with torch.no_grad():\n    " + code
+    yield Stmt(code, "op", info.name + " out=")
+    returned = gen.value(name)
+    if returned is not None and gen.coin(0.5):
+        first = name if len(outs) == 1 else name + "[0]"
+        yield from gen.assign("%s is %s" % (first, outs[0]), "op", "out is result")
+
+
+def _out_tensor(gen, result, args, single):
+    shape, dtype = tuple(result.shape), V.dtype_of(result)
+    kind = gen.weighted(OUT_KINDS if single else {"exact": 6, "other dtype": 1, "empty": 2, "wrong shape": 1})
+    if kind == "other dtype":
+        dtype = gen.choice([d for d in ("float32", "float64", "int64", "bool") if d != dtype])
+    if kind == "empty":
+        return (yield from gen.leaf(np.zeros((0,)), dtype, False))
+    if kind == "wrong shape":
+        n = int(np.prod(shape)) if shape else 1
+        wrong = gen.choice(((n + 1,), (2,) + shape, (1,) * (len(shape) + 1) if n != 1 else (3,)))
+        return (yield from gen.leaf(V.nice(gen.rng, wrong), dtype, False))
+    if kind == "an input":
+        for a in args:
+            t = gen.value(a)
+            if hasattr(t, "shape") and tuple(t.shape) == shape and V.dtype_of(t) == dtype:
+                expr, _ = yield from writable(gen, a, t)
+                return expr
+    if kind in ("strided", "expanded") and shape:
+        layout = "expanded" if kind == "expanded" else gen.choice(("transposed", "sliced"))
+        expr = yield from gen.tensor(shape, dtype, requires_grad=False, layout=layout, reuse=0)
+        return expr
+    return (yield from gen.leaf(V.nice(gen.rng, shape), dtype, kind == "requires grad"))
+
+
 def _argument(gen, info, a, plan, position, inplace_target):
     """Yields the statements an argument needs; returns its source."""
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
         scalar_ok = position > 0 and info.family in NUMBER_FAMILIES
         expr = yield from gen.operand_of_shape(a.shape, plan, template=a, scalar_ok=scalar_ok,
-                                               reuse=0.0 if inplace_target else 0.3)
+                                               reuse=0.0 if inplace_target else 0.3,
+                                               layouts=info.layouts if position == 0 else None)
         if inplace_target:
             expr = yield from _writable(gen, expr)
         return expr
@@ -160,7 +217,7 @@ def _writable(gen, expr):
     t = gen.value(expr)
     if t is not None and t.is_leaf and t.requires_grad and gen.coin(0.85):
         expr = yield from gen.assign("%s.clone()" % expr, "layout")
-    return expr
+    return (yield from gen.protect(expr))
 
 
 VOCABULARY = vocabulary()

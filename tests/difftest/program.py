@@ -8,13 +8,14 @@ grouping disagreements); `op` names the table op or feature it exercises.
 """
 import re
 
-from . import functions
+from . import calls, functions
 
 HEADER = ("import numpy as np\n"
           "import torch            # or: import cextend as torch\n"
           "nan, inf = float('nan'), float('inf')\n")
 
 _NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*\b")
+_CALL = re.compile(r"\bcall_\w+\b")
 
 
 class Stmt:
@@ -44,12 +45,25 @@ def functions_used(stmts):
     return [name for name in functions.SOURCES if name in names]
 
 
+def calls_used(stmts):
+    """The op table's call functions (calls.py) the statements use."""
+    names = set()
+    for s in stmts:
+        names.update(_CALL.findall(s.code))
+    return [name for name in calls.SOURCES if name in names]
+
+
+def definitions(stmts):
+    """The source a program needs above its statements."""
+    return ([functions.SOURCES[n] for n in functions_used(stmts)]
+            + [calls.SOURCES[n] for n in calls_used(stmts)])
+
+
 def source(stmts, mark=None, notes=None):
     """The program as a runnable script; statement `mark` gets a comment,
     and notes[i] (if any) is printed after statement i."""
     lines = [HEADER]
-    for name in functions_used(stmts):
-        lines.append(functions.SOURCES[name])
+    lines.extend(definitions(stmts))
     body = []
     for i, s in enumerate(stmts):
         text = s.code

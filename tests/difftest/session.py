@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import functions
+from . import calls, functions
 from .outcome import Describer, compare, describe_error, error_category
 
 VALUE_NAME = re.compile(r"^v\d+$")
@@ -28,6 +28,7 @@ def _functions(lib):
 def namespace(lib):
     ns = {"torch": lib, "np": np, "nan": math.nan, "inf": math.inf}
     ns.update(_functions(lib))
+    ns.update(calls.CALLS)
     return ns
 
 
@@ -65,6 +66,8 @@ class Finding:
             return ("raises only in " + side, _message_shape(error))
         d = self.differences[0]
         where = "grad " if ".grad" in d.path else ""
+        if d.field == "zero sign":
+            return (_op_family(_plain_op(self.stmt.op)), where + d.field)
         return (_plain_op(self.stmt.op), where + d.field)
 
     def explain(self):
@@ -86,12 +89,22 @@ def _plain_op(op):
 
 
 def _message_shape(error):
-    """An error message with its particulars (numbers, quoted names, shapes) blanked."""
+    """An error message with its particulars (numbers, quoted names, shapes,
+    the op's name in front) blanked."""
     text = describe_error(error)
     text = re.sub(r"\[[^\]]*\]", "[..]", text)
     text = re.sub(r"'[^']*'", "'..'", text)
+    text = re.sub(r'"[^"]*"', '".."', text)
+    text = re.sub(r"^(\w+: )\w+\(\): ", r"\1OP(): ", text)
     text = re.sub(r"\d+", "N", text)
     return text[:90]
+
+
+def _op_family(op):
+    """The op of a statement, its spelling dropped: 'x.relu()', 'torch.relu(x)',
+    'relu_' and 'relu' are all 'relu' (to group by cause, not by spelling)."""
+    found = re.match(r"^(?:torch\.|[xy]\.)?([A-Za-z]\w*?)_?(?:\(.*)?$", op)
+    return found.group(1) if found else op
 
 
 class Session:
@@ -143,8 +156,10 @@ class Session:
 
 
 def _holds_float32(d):
+    """Whether d holds float32 data, or integers and bools (torch computes
+    a float result from those in the default float32, even into a float64 out=)."""
     if d[0] == "tensor":
-        return d[1]["dtype"] in ("float32", "float16", "bfloat16")
+        return d[1]["dtype"] != "float64"
     if d[0] == "seq":
         return any(_holds_float32(x) for x in d[2])
     return False

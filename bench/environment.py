@@ -1,0 +1,125 @@
+"""What the benchmark runs against, and on what: the machine, the load on
+it, numpy's BLAS kernel and torch's build, all recorded with the results.
+
+Environments may set OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (this one pins
+Haswell), which make numpy's OpenBLAS run an older kernel at about half its
+speed on an AVX-512 CPU.  A fair comparison needs both unset, but only in
+the benchmark's own process: they must stay as they are for tests and CI.
+numpy and cextend alternate calls inside one process, so the process itself
+is re-executed without them (they affect OpenBLAS only, not cextend).
+"""
+import os
+import platform
+import re
+import sys
+
+HANDICAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Set in the re-executed process: which variables were removed, and their values.
+REMOVED_MARKER = "CEXTEND_BENCH_REMOVED"
+
+
+def without_handicaps(environ):
+    """A copy of environ without the variables that slow numpy's OpenBLAS down."""
+    return {key: value for key, value in environ.items() if key not in HANDICAPS}
+
+
+def reexec_without_handicaps(argv):
+    """Re-execute this Python process without HANDICAPS if any is set.
+
+    Must run before numpy is imported: OpenBLAS reads them when it loads.
+    Returns only when nothing needed removing.
+    """
+    present = {key: os.environ[key] for key in HANDICAPS if key in os.environ}
+    if not present:
+        return
+    env = without_handicaps(os.environ)
+    env[REMOVED_MARKER] = " ".join("%s=%s" % item for item in sorted(present.items()))
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + list(argv), env)
+
+
+def removed_handicaps():
+    """'NAME=value ...' of the variables removed by the re-exec, or ''."""
+    return os.environ.get(REMOVED_MARKER, "")
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages, or None where unavailable."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def cpu_model():
+    """The CPU's model name, with its CPUID family and model where the name
+    is vague (a VM's "AMD EPYC" is Zen 4 as family 25 model 17, Zen 5 as 26)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        name += " (family %s, model %s)" % (fields["cpu family"], fields["model"])
+    return name
+
+
+def blas_libraries():
+    """numpy's BLAS as threadpoolctl sees it: one dict per library loaded
+    (internal_api, architecture = the kernel in use, version, num_threads)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keep = ("internal_api", "architecture", "version", "num_threads", "threading_layer", "filepath")
+    return [{key: lib.get(key) for key in keep} for lib in threadpool_info() if lib.get("user_api") == "blas"]
+
+
+def describe_blas(libraries):
+    """'openblas 0.3.31 SkylakeX (2 threads)' for each BLAS library."""
+    if not libraries:
+        return "unknown (install threadpoolctl to see numpy's BLAS kernel)"
+    return "; ".join("%s %s, kernel %s, %s threads" % (
+        lib["internal_api"], lib["version"], lib.get("architecture") or "?", lib["num_threads"])
+        for lib in libraries)
+
+
+def handicapped(libraries):
+    """True if an OpenBLAS runs a Haswell kernel on a CPU with AVX-512."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            avx512 = " avx512f" in f.read()
+    except OSError:
+        return False
+    return avx512 and any(lib["internal_api"] == "openblas" and lib.get("architecture") == "Haswell"
+                          for lib in libraries)
+
+
+def torch_build(torch):
+    """torch's version and CPU GEMM path, from its build configuration."""
+    if torch is None:
+        return None
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    return {
+        "version": torch.__version__,
+        "blas": blas.group(1) if blas else None,
+        "mkldnn": bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled),
+        "cpu_capability": next((line.split(":", 1)[1].strip() for line in config.splitlines()
+                                if "CPU capability usage" in line), None),
+    }
+
+
+def describe_torch(info):
+    if info is None:
+        return "not installed"
+    return "%s, BLAS %s, oneDNN (mkldnn) %s, CPU capability %s" % (
+        info["version"], info["blas"], "enabled" if info["mkldnn"] else "off", info["cpu_capability"])
