@@ -11,7 +11,7 @@ C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kern
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
-.PHONY: install build test demo bench cross-check sanitize fuzz valgrind cuda clean
+.PHONY: help install build test demo demo-cnn bench cross-check sanitize fuzz valgrind cuda clean
 
 install: $(INSTALLED)
 
@@ -27,17 +27,21 @@ $(BUILT): $(INSTALLED) $(C_SOURCES) ffi_build.py
 
 build: $(BUILT)
 
-# The acceptance contract (the seed note's listings) lives beside the
-# repository in ../shared; a user's clone has none, so it runs when present.
+# The maintainers keep PyTorch's "Extending PyTorch" listings (run with only
+# their imports changed) beside the repository in ../shared/acceptance; a
+# user's clone has none, and then only the test suite runs.
 test: build
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 	@if [ -d $(ACCEPTANCE) ]; then \
 		echo "== acceptance: $(ACCEPTANCE)"; \
 		$(PY) -m pytest $(ACCEPTANCE) -p no:cacheprovider $(PYTEST_ARGS); \
-	else echo "note: $(ACCEPTANCE) not found; acceptance listings not run"; fi
+	fi
 
 demo: build
 	$(PY) -m cextend.demo
+
+demo-cnn: build
+	$(PY) -m cextend.demo --model cnn
 
 # The benchmark table (bench/results.json too, rendered as BENCHMARKS.md).
 # torch's columns appear when torch is installed in $(VENV); numpy runs on
@@ -105,3 +109,19 @@ cross-check:
 
 clean:
 	rm -rf build $(VENV) cextend/_C.*so cextend/libcextend_cuda.so *.egg-info .pytest_cache
+
+help:
+	@echo "make demo         train an MLP on the bundled digits (gradchecks, accuracy, epoch times)"
+	@echo "make demo-cnn     the same with a CNN (Conv2d, BatchNorm2d, MaxPool2d, ...; AdamW)"
+	@echo "make test         the whole test suite (a few minutes)"
+	@echo "make install      create .venv with cextend (editable) and its test dependencies"
+	@echo "make build        rebuild the C extension in place after a C change"
+	@echo "make bench        the benchmark tables against numpy and torch (bench/results.json)"
+	@echo "make sanitize     the test suite under AddressSanitizer + UBSan"
+	@echo "make valgrind     memcheck over a focused workload"
+	@echo "make fuzz         long fuzzing, property tests and differential programs against torch"
+	@echo "make cross-check  compile the C for aarch64 (needs aarch64-linux-gnu-gcc)"
+	@echo "make cuda         build the CUDA library with nvcc and run its tests"
+	@echo "make clean        remove .venv, build outputs and the compiled extension"
+	@echo "Targets set up .venv first when needed."
+	@echo "python -m cextend.demo --help lists the demo's options."

@@ -157,3 +157,19 @@ def test_small_mlp_trains_to_low_loss():
         loss.backward()
         opt.step()
     assert loss.item() < 0.02 * first
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (7,), (2, 3, 7), (0, 7)])
+def test_linear_shape_error_names_the_layer_and_the_input(shape):
+    """Phrased for the user of the layer, then torch's own words (issue 16.7)."""
+    rows = int(np.prod(shape[:-1]))
+    with pytest.raises(RuntimeError) as info:
+        nn.Linear(10, 3)(cx.randn(*shape))
+    message = str(info.value)
+    assert message.startswith("Linear(in_features=10, out_features=3) got input with last dimension 7, "
+                              "expected 10 (input shape %s;" % list(shape)), message
+    assert message.endswith("mat1 and mat2 shapes cannot be multiplied (%dx7 and 10x3))" % rows), message
+    with pytest.raises(RuntimeError, match=r"Linear\(in_features=10, out_features=3\) got a 0-d input; "
+                                           r"expected shape \(\*, 10\)"):
+        nn.Linear(10, 3)(cx.tensor(1.0))
+    nn.Linear(7, 3)(cx.randn(*shape))       # the right width passes

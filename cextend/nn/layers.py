@@ -38,15 +38,19 @@ class Linear(Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input):
-        data = getattr(input, "_data", None)
+        data = getattr(input, "_data", None)       # the array's shape: no Size object per call
         shape = data.shape if data is not None else None
-        if shape is not None and (len(shape) == 0 or shape[-1] != self.in_features):
+        if shape is not None and len(shape) == 0:
             raise RuntimeError(
-                "%s got input of shape %s: its last dimension must be in_features=%d (mat1 and mat2 "
-                "shapes cannot be multiplied (%dx%d and %dx%d))" % (
-                    self._get_name_and_sizes(), list(shape), self.in_features,
-                    int(np.prod(shape[:-1])) if len(shape) else 1, shape[-1] if len(shape) else 0,
-                    self.in_features, self.out_features))
+                "%s got a 0-d input; expected shape (*, %d) (both arguments to linear need to be at least 1D, "
+                "but they are 0D and 2D)" % (self._get_name_and_sizes(), self.in_features))
+        if shape is not None and shape[-1] != self.in_features:
+            # Name the layer and the input first; torch's own words (in kernel terms) follow.
+            raise RuntimeError(
+                "%s got input with last dimension %d, expected %d (input shape %s; mat1 and mat2 shapes "
+                "cannot be multiplied (%dx%d and %dx%d))" % (
+                    self._get_name_and_sizes(), shape[-1], self.in_features, list(shape),
+                    int(np.prod(shape[:-1])), shape[-1], self.in_features, self.out_features))
         return F.linear(input, self.weight, self.bias)
 
     def _get_name_and_sizes(self):

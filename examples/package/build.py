@@ -1,4 +1,9 @@
-"""The cffi builder setup.py uses (cffi_modules=["build.py:ffi"])."""
+"""The cffi builder setup.py uses (cffi_modules=["build.py:ffi"]).
+
+With package=True, create_extension writes the Python wrapper into the
+package (src/my_package/_ext/my_lib/, found through the src layout) and
+setuptools compiles the C into it.
+"""
 from cextend.utils.ffi import create_extension
 
 ffi = create_extension(

@@ -1,0 +1,4 @@
+"""python -m cextend.demo"""
+from cextend.demo import main
+
+raise SystemExit(main())
