@@ -71,6 +71,15 @@ def _no_copy_reshape(data, shape):
         return data.reshape(shape, copy=False)
     except ValueError:
         return None
+    except TypeError:
+        # numpy < 2.1 has no reshape(copy=); assigning .shape on a view is the
+        # older spelling of "reshape without copying", and refuses the same way.
+        view = data.view()
+        try:
+            view.shape = shape
+        except AttributeError:
+            return None
+        return view
 
 
 def view(self, *shape):
