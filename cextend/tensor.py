@@ -471,6 +471,11 @@ class Tensor:
             body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
                                    precision=4, floatmode="maxprec" if integral else "fixed",
                                    suppress_small=True)
+        elif data.dtype.kind == "b":
+            # torch pads True to False's width only when a False is printed.
+            width = 5 if not data.all() else 4
+            body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
+                                   formatter={"bool": lambda v: str(bool(v)).rjust(width)})
         else:
             body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
         extras = []
@@ -478,8 +483,11 @@ class Tensor:
             extras.append("size=%s" % (tuple(data.shape),))
         if on_device:
             extras.append("device='cuda:0'")
-        if self.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool):
-            extras.append("dtype=%r" % self.dtype)
+        # torch names the dtype unless it is the default float one, or
+        # int64 / bool with elements to show.
+        dtype = self.dtype
+        if dtype is not _dtype.DEFAULT_FLOAT and (data.size == 0 or dtype not in (_dtype.int64, _dtype.bool)):
+            extras.append("dtype=%r" % dtype)
         grad_fn = self.grad_fn
         if grad_fn is not None:
             extras.append("grad_fn=%r" % grad_fn)

@@ -1,7 +1,7 @@
 """The op table and its families.  Importing this package registers every
 op; install() attaches them to Tensor and to the cextend namespace."""
 from cextend._ops import registry
-from cextend._ops import (arithmetic, conversion, einsum, gather_scatter, indexing,  # noqa: F401
+from cextend._ops import (arithmetic, closeness, conversion, einsum, gather_scatter, indexing,  # noqa: F401
                           joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
                           statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
