@@ -7,6 +7,7 @@ against in-place changes), and itself as the output's grad_fn.  In-place
 ops record the same node and then rebase the modified tensor's history
 (views.rebase_history), which is what keeps views and bases consistent.
 """
+import math
 import numpy as np
 
 from cextend._promotion import check_inplace_cast, result_type
@@ -256,7 +257,10 @@ def write_out(out, array, name, strict=False, cast=False):
     """Store a result into out= (resized if its shape differs, cast to its dtype).
 
     strict: out must have the result's dtype (torch's rule for reductions
-    such as amax, sort's values, rounding); cast: any dtype is accepted
+    such as amax, sort's values; "same_dtype" for the unary ops that keep
+    their input's dtype, with TensorIterator's message; "c_type" with the
+    message of ATen's structured kernels; or a message of the op's own,
+    formatted with %(out)s and %(result)s); cast: any dtype is accepted
     (the op computes in out's dtype, as cumsum does)."""
     from cextend._device import DeviceArray
     check_writable(out)
@@ -264,6 +268,14 @@ def write_out(out, array, name, strict=False, cast=False):
     if source != out._data.dtype:
         if strict:
             from cextend._promotion import _torch_name
+            if strict == "same_dtype":      # TensorIterator's check_all_same_dtype
+                raise RuntimeError("Found dtype %s but expected %s"
+                                   % (_torch_name(out._data.dtype), _torch_name(source)))
+            if strict == "c_type":          # ATen's check for fixed-dtype outputs
+                raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
+                                   % (c_type_name(source), c_type_name(out._data.dtype)))
+            if "%(" in str(strict):         # an op's own wording
+                raise RuntimeError(strict % {"out": _torch_name(out._data.dtype), "result": _torch_name(source)})
             raise RuntimeError("%s(): expected out to have dtype %s, but got %s"
                                % (name, _torch_name(source), _torch_name(out._data.dtype)))
         if not cast:
@@ -276,14 +288,44 @@ def write_out(out, array, name, strict=False, cast=False):
                           "deprecated; pass an out= of the right shape." % (
                               list(out._data.shape), list(array.shape)), UserWarning, stacklevel=3)
         if out._base is not None:
-            raise RuntimeError("%s(): out= is a view of another tensor and cannot be resized from %s "
-                               "to %s" % (name, list(out._data.shape), list(array.shape)))
-        out._data = (array.astype(out._data.dtype) if type(array) is not DeviceArray
-                     else array.astype(out._data.dtype))
+            _restride_view(out, array.shape, name)
+            out._data[...] = array
+        else:
+            out._data = (array.astype(out._data.dtype) if type(array) is not DeviceArray
+                         else array.astype(out._data.dtype))
     else:
         out._data[...] = array
     out._version_counter[0] += 1
     return out
+
+
+def _restride_view(out, shape, name):
+    """Resize a view, as torch's resize_ does: where its storage (the base's
+    buffer) holds enough elements from the view's offset, the view becomes a
+    contiguous block there; torch would grow a storage that is too small,
+    which a numpy buffer cannot, so that case is refused."""
+    root, data = out._base._data, out._data
+    count = math.prod(shape)
+    if (type(root) is np.ndarray and type(data) is np.ndarray and root.flags.c_contiguous
+            and root.dtype == data.dtype):
+        start = (data.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // root.itemsize
+        if 0 <= start and start + count <= root.size:
+            out._data = root.reshape(-1)[start:start + count].reshape(shape)
+            out._view_fn = lambda base: base.reshape(-1)[start:start + count].view(shape)
+            return
+    raise RuntimeError("%s(): out= is a view whose storage is too small to be resized from %s to %s "
+                       "(torch would grow the storage; pass an out= of the right shape)"
+                       % (name, list(data.shape), list(shape)))
+
+
+_C_TYPE_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
+                 "int32": "int", "uint8": "unsigned char", "bool": "bool"}
+
+
+def c_type_name(numpy_dtype):
+    """The C++ type name ATen prints for a dtype in some of its checks."""
+    name = np.dtype(numpy_dtype).name
+    return _C_TYPE_NAMES.get(name, name)
 
 
 def finish_out(out, result, name, *inputs, **options):
@@ -303,7 +345,7 @@ def write_outs(out, values, indices, name, return_type):
     check_out(out_indices, name)
     if out_indices._data.dtype != np.int64:
         raise RuntimeError("Expected out tensor to have dtype long int, but got %s instead"
-                           % out_indices._data.dtype)
+                           % c_type_name(out_indices._data.dtype))
     write_out(out_values, values._data, name, strict=True)
     write_out(out_indices, indices._data, name, strict=True)
     return return_type(out_values, out_indices)

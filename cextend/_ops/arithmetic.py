@@ -224,7 +224,9 @@ def _fmod_backward(node, g, a, b, result):
 
 
 def _atan2_backward(node, g, a, b, result):
-    recip = (a * a + b * b).reciprocal()
+    # torch masks the reciprocal at the origin, so the gradient there is 0
+    denominator = a * a + b * b
+    recip = where(denominator == 0, 0.0, denominator.reciprocal())
     return (g * b * recip if node.needs(0) else None), (g * -a * recip if node.needs(1) else None)
 
 
@@ -385,6 +387,15 @@ def _alpha(input, other, alpha, op):
         if all(k in "iub" for k in kinds):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                                "point number.")
+    # torch scales other in the result's dtype: 0 * -1 is -0.0 there, and a
+    # float64 0-d other is rounded to float32 before it is scaled.
+    rt = binary_result_type(input, other) if is_tensor(input) else None
+    if rt is not None and rt.kind == "f":
+        if not is_tensor(other):
+            return float(rt.type(other) * rt.type(alpha))
+        if other._data.dtype != rt:
+            from cextend._dtype import from_numpy
+            other = other.to(from_numpy(rt))
     return other * alpha
 
 
@@ -491,7 +502,8 @@ def fmod(input, other, *, out=None):
     return _FMOD(input, other, out)
 
 
-@register("atan2", aliases=("arctan2",), inplace=lambda self, other: _ATAN2.inplace(self, other),
+@register("atan2", aliases=("arctan2",),
+          inplace=lambda self, other: _ATAN2.inplace(self, require_tensor(other, "atan2_", "other")),
           samples=S.binary(tensor_other=True), family="arithmetic")
 def atan2(input, other, *, out=None):
     return _ATAN2(input, require_tensor(other, "atan2", "other"), out)
@@ -717,12 +729,17 @@ _WhereNode = rec.node_class("WhereBackward", _where_backward)
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
+        rec.no_out(out, "where")
         from cextend._ops.gather_scatter import nonzero
         return nonzero(condition, as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
                            "dtype %s" % cond.dtype.name.capitalize())
+    if out is not None:
+        # only where(Tensor, Tensor, Tensor) has an out= overload
+        require_tensor(input, "where", "input")
+        require_tensor(other, "where", "other")
     a = require_operand(input, "where", "input")
     b = require_operand(other, "where", "other")
     from cextend._promotion import result_type
@@ -731,6 +748,9 @@ def where(condition, input=None, other=None, *, out=None):
     data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
     if out is not None:
         rec.check_out(out, "where", a, b)
+        if out._data.dtype != rt:
+            from cextend._promotion import _torch_name
+            raise RuntimeError("Expected out type to be %s but got %s" % (_torch_name(rt), _torch_name(out._data.dtype)))
         return rec.write_out(out, data, "where")
     result = _wrap(_as_ndarray(data, rt))
     if rec.needs_grad(a, b):
@@ -833,7 +853,7 @@ def neg(input, *, out=None):
     data = _neg_array(require_tensor(input, "neg"), "neg")
     if out is not None:
         rec.check_out(out, "neg", input)
-        return rec.write_out(out, data, "neg")
+        return rec.write_out(out, data, "neg", strict="same_dtype")
     result = _wrap(_as_ndarray(data, input._data.dtype))
     if rec.needs_grad(input):
         rec.record(_NegNode, (input,), result)
@@ -865,7 +885,11 @@ def _bitwise_not(input, *, out=None):
     if data.dtype.kind == "f":
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for '%s'"
                            % {"float32": "Float", "float64": "Double"}.get(data.dtype.name, data.dtype.name))
-    return _wrap(_as_ndarray(np.invert(data), data.dtype))
+    result = _as_ndarray(np.invert(data), data.dtype)
+    if out is None:
+        return _wrap(result)
+    rec.check_out(out, "bitwise_not", differentiable=False)
+    return rec.write_out(out, result, "bitwise_not", strict="same_dtype")
 
 
 register("bitwise_not", _bitwise_not, gradcheck=False, difftest=False, family="comparison")

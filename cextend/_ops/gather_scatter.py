@@ -85,7 +85,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     result = np.take_along_axis(source, idx, axis=d).reshape(index._data.shape)
     if out is not None:
         rec.check_out(out, "gather", x)
-        return rec.write_out(out, result, "gather")
+        return rec.write_out(out, result, "gather", strict="c_type")
     t = _wrap(result)
     if rec.needs_grad(x):
         node = rec.record(_GatherNode, (x, None, index), t)
@@ -157,7 +157,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     data = _scatter_core(x, d, index, src, "scatter", reduce)
     if out is not None:
         rec.check_out(out, "scatter", x, src)
-        return rec.write_out(out, data, "scatter")
+        return rec.write_out(out, data, "scatter", strict="c_type")
     t = _wrap(data)
     if reduce is None and rec.needs_grad(x, src):
         node = rec.record(_ScatterNode, (x, None, index, src if is_tensor(src) else None), t)
@@ -177,7 +177,7 @@ def scatter_add(input, dim, index, src, *, out=None):
     data = _scatter_core(x, d, index, src, "scatter_add", "add")
     if out is not None:
         rec.check_out(out, "scatter_add", x, src)
-        return rec.write_out(out, data, "scatter_add")
+        return rec.write_out(out, data, "scatter_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, src):
         node = rec.record(_ScatterAddNode, (x, None, index, src), t)
@@ -249,7 +249,7 @@ def index_select(input, dim, index, *, out=None):
         result = result.reshape(index._data.shape)
     if out is not None:
         rec.check_out(out, "index_select", x)
-        return rec.write_out(out, result, "index_select")
+        return rec.write_out(out, result, "index_select", strict="index_select(): self and result must have the same scalar type")
     t = _wrap(result)
     if rec.needs_grad(x):
         node = rec.record(_IndexSelectNode, (x, None, index), t)
@@ -312,7 +312,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     data = _index_write(x, d, idx, values, "index_add", "add")
     if out is not None:
         rec.check_out(out, "index_add", x, source)
-        return rec.write_out(out, data, "index_add")
+        return rec.write_out(out, data, "index_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
         node = rec.record(_IndexAddNode, (x, None, index, source), t)
@@ -343,7 +343,7 @@ def index_copy(input, dim, index, source, *, out=None):
     data = _index_write(x, d, idx, source._data, "index_copy", "copy")
     if out is not None:
         rec.check_out(out, "index_copy", x, source)
-        return rec.write_out(out, data, "index_copy")
+        return rec.write_out(out, data, "index_copy", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
         node = rec.record(_IndexCopyNode, (x, None, index, source), t)
@@ -432,7 +432,7 @@ def masked_select(input, mask, *, out=None):
     data = np.broadcast_to(x._data, shape)[np.broadcast_to(mask._data, shape)]
     if out is not None:
         rec.check_out(out, "masked_select", x)
-        return rec.write_out(out, data, "masked_select")
+        return rec.write_out(out, data, "masked_select", strict="masked_select(): self and result must have the same scalar type")
     t = _wrap(np.array(data))
     if rec.needs_grad(x):
         node = rec.record(_MaskedSelectNode, (x, None), t)
@@ -504,7 +504,14 @@ def nonzero(input, *, out=None, as_tuple=False):
         return tuple(_wrap(i.astype(np.int64)) for i in np.nonzero(data))
     coords = np.argwhere(data).astype(np.int64) if data.ndim else \
         np.zeros((int(bool(data)), 0), np.int64)
-    return _wrap(coords) if out is None else rec.write_out(out, coords, "nonzero")
+    if out is None:
+        return _wrap(coords)
+    rec.check_out(out, "nonzero", differentiable=False)
+    if out._data.dtype != np.int64:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("nonzero: Expected out tensor to have scalar type Long but got scalar type%s"
+                           % _torch_name(out._data.dtype))
+    return rec.write_out(out, coords, "nonzero")
 
 
 def argwhere(input):
@@ -535,7 +542,7 @@ def _take_backward(node, g, index):
 _TakeNode = rec.node_class("TakeBackward", _take_backward)
 
 
-def take(input, index):
+def take(input, index, *, out=None):
     x = require_tensor(input, "take")
     idx = _index_data(index, "take")
     flat = x._data.reshape(-1)
@@ -544,6 +551,10 @@ def take(input, index):
         raise IndexError("out of range: tried to access index %d on a tensor of %d elements."
                          % (bad, flat.size))
     t = _wrap(np.array(flat[idx]))
+    if out is not None:
+        rec.check_out(out, "take", x)
+        return rec.write_out(out, t._data, "take", strict="take(): self and out expected to have the same "
+                             "dtype, but got self.dtype = %(result)s and out.dtype = %(out)s")
     if rec.needs_grad(x):
         node = rec.record(_TakeNode, (x, None), t)
         node.in_shape = x._data.shape

@@ -10,7 +10,7 @@ from cextend import ops
 from cextend._ops import _record as rec
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
-from cextend._ops._operands import require_tensor
+from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.registry import Sample, method, register
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -64,7 +64,7 @@ def mm(input, mat2, *, out=None):
     data = gemm(a._data, b._data)
     if out is not None:
         rec.check_out(out, "mm", a, b)
-        return rec.write_out(out, data, "mm")
+        return rec.write_out(out, data, "mm", strict="c_type")
     result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_MmNode, (a, b), result)
@@ -125,7 +125,7 @@ def matmul(input, other, *, out=None):
             result = result.squeeze(-2 if db > 1 else -1)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
-        return rec.write_out(out, result._data, "matmul")
+        return rec.write_out(out, result._data, "matmul", strict="c_type")
     return result
 
 
@@ -167,7 +167,7 @@ def bmm(input, mat2, *, out=None):
                            "got: [%d, %d]." % (a._data.shape[0], a._data.shape[2], b._data.shape[0],
                                                b._data.shape[1]))
     result = _batched(a, b)
-    return result if out is None else rec.finish_out(out, result, "bmm", a, b)
+    return result if out is None else rec.finish_out(out, result, "bmm", a, b, strict="c_type")
 
 
 def _addmm_backward(node, g, mat1, mat2):
@@ -219,7 +219,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "addmm")
     result = _add_scaled_product("addmm", _AddmmNode, input, a, b, beta, alpha, gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b)
+    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b, strict="c_type")
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -232,7 +232,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_same_dtype(a, b, "baddbmm")
     result = _add_scaled_product("baddbmm", _BaddbmmNode, input, a, b, beta, alpha,
                                  batched_gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b)
+    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b, strict="c_type")
 
 
 def mv(input, vec, *, out=None):
@@ -242,6 +242,10 @@ def mv(input, vec, *, out=None):
     if a._data.shape[1] != v._data.shape[0]:
         raise RuntimeError("size mismatch, got input (%d), mat (%dx%d), vec (%d)"
                            % (a._data.shape[0], a._data.shape[0], a._data.shape[1], v._data.shape[0]))
+    if out is not None and is_tensor(out) and out._data.dtype != a._data.dtype:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("addmv input tensors must have the same dtype, but got %s, %s, and %s"
+                           % tuple(_torch_name(t._data.dtype) for t in (out, a, v)))
     return matmul(a, v, out=out)
 
 
@@ -249,6 +253,10 @@ def dot(input, tensor, *, out=None):
     a, b = require_tensor(input, "dot"), require_tensor(tensor, "dot", "tensor")
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError("1D tensors expected, but got %dD and %dD tensors" % (a._data.ndim, b._data.ndim))
+    if out is not None and is_tensor(out) and out._data.dtype != a._data.dtype:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("result dtype %s does not match input dtype %s"
+                           % (_torch_name(out._data.dtype), _torch_name(a._data.dtype)))
     return matmul(a, b, out=out)
 
 

@@ -371,8 +371,9 @@ def logsigmoid(input):
 def _hardtanh_compute(a, min_val, max_val):
     if a.dtype.kind != "f":
         return np.clip(a, math.ceil(min_val), math.floor(max_val)).astype(a.dtype)
-    # maximum/minimum (not clip) so NaN stays NaN, as in torch.
-    return np.minimum(np.maximum(a, a.dtype.type(min_val)), a.dtype.type(max_val))
+    # torch's clamp: NaN stays NaN, and -0.0 stays -0.0 at a bound of 0.
+    from cextend._ops.arithmetic import torch_maximum, torch_minimum
+    return torch_minimum(torch_maximum(a, a.dtype.type(min_val)), a.dtype.type(max_val))
 
 
 def _hardtanh_backward(node, g, saved):

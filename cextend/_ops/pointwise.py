@@ -66,7 +66,9 @@ class Unary:
         data = self.run(x, dt)
         if out is not None:
             rec.check_out(out, self.name, x)
-            return rec.write_out(out, data, self.name)
+            # Ops that keep the input's dtype (abs, round, sign, ...) are
+            # built by torch with check_all_same_dtype: no cast into out.
+            return rec.write_out(out, data, self.name, strict=False if self.float_result else "same_dtype")
         result = _wrap(data)
         if self.node is not None and rec.needs_grad(x):
             node = rec.record(self.node, (x,), result)
@@ -101,11 +103,15 @@ def _camel(name):
 
 def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, aliases=(),
            float_result=True, gradcheck=True, gradgradcheck=True, integer_ok=True,
-           inplace_differentiable=True, reject=None, **info):
+           inplace_differentiable=True, reject=None, takes_out=True, **info):
     op = Unary(name, compute, backward, saves, float_result, integer_ok, inplace_differentiable, reject)
 
-    def function(input, *, out=None):
-        return op(input, out)
+    if takes_out:
+        def function(input, *, out=None):
+            return op(input, out)
+    else:       # torch has no out= overload (relu): Python's own TypeError
+        def function(input):
+            return op(input)
     function.__name__ = name
     function.__doc__ = "Elementwise %s (as torch.%s)." % (name, name)
     register(name, function, aliases=aliases, inplace=(lambda self: op.inplace(self)) if inplace else None,
@@ -255,7 +261,7 @@ def _relu(x):
     return np.where(x < 0, x.dtype.type(0), x)
 
 
-relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True,
+relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True, takes_out=False,
               reject={"b": (RuntimeError, "Boolean inputs not supported for relu")})
 
 
@@ -350,6 +356,23 @@ _method("polygamma_", _polygamma_inplace)
 
 # -- clamp -----------------------------------------------------------------------
 
+def _bounds(min, max, name):
+    """clamp's bounds.  torch has a (Tensor, Tensor) and a (Number, Number)
+    overload; a 0-d tensor that does not require grad passes as a Number,
+    so any other tensor beside a number matches neither."""
+    low, high = _bound(min, "min"), _bound(max, "max")
+    if low is None and high is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if low is not None and high is not None and is_tensor(low) != is_tensor(high):
+        tensor = low if is_tensor(low) else high
+        if tensor._data.ndim or tensor.requires_grad:
+            raise TypeError("%s() received an invalid combination of arguments - got (%s, %s), but expected "
+                            "one of: (Tensor min, Tensor max) or (Number min, Number max)"
+                            % (name, type(min).__name__ if not is_tensor(min) else "Tensor",
+                               type(max).__name__ if not is_tensor(max) else "Tensor"))
+    return low, high
+
+
 def _bound(value, name):
     if value is None or is_tensor(value):
         return value
@@ -400,14 +423,15 @@ def _clamp_dtype(x, low, high):
 def clamp(input, min=None, max=None, *, out=None):
     """Elements limited to [min, max]; NaN stays NaN; bounds may be tensors."""
     x = require_tensor(input, "clamp")
-    low, high = _bound(min, "min"), _bound(max, "max")
-    if low is None and high is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    low, high = _bounds(min, max, "clamp")
     dt = _clamp_dtype(x, low, high)
     data = _clamp_data(x, low, high, dt)
     if out is not None:
         rec.check_out(out, "clamp", x, low, high)
-        return rec.write_out(out, data, "clamp")
+        # Number bounds make clamp a unary op that keeps x's dtype (strict);
+        # tensor bounds a ternary one that casts into out.
+        scalar_bounds = not (is_tensor(low) or is_tensor(high))
+        return rec.write_out(out, data, "clamp", strict="same_dtype" if scalar_bounds else False)
     result = _wrap(data)
     if rec.needs_grad(x, low, high) and dt.kind == "f":
         node = rec.record(_ClampNode, (x, low, high), result)
@@ -416,11 +440,7 @@ def clamp(input, min=None, max=None, *, out=None):
 
 
 def _clamp_inplace(self, min=None, max=None):
-    low, high = _bound(min, "min"), _bound(max, "max")
-    if low is None and high is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if is_tensor(low) != is_tensor(high) and low is not None and high is not None:
-        raise TypeError("clamp_(): the bounds must both be Tensors or both numbers")
+    low, high = _bounds(min, max, "clamp_")
     from cextend._ops.arithmetic import check_broadcasts_into
     for bound in (low, high):
         if is_tensor(bound):
@@ -474,10 +494,18 @@ register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, 
 
 # -- tests of value (no gradient) -------------------------------------------------
 
-def _predicate(name, compute):
-    def predicate(input):
+def _predicate(name, compute, takes_out=False):
+    def predicate(input, *, out=None):
         x = require_tensor(input, name)
-        return _wrap(np.asarray(compute(x._data)))
+        result = np.asarray(compute(x._data))
+        if out is None:
+            return _wrap(result)
+        if not takes_out:
+            rec.no_out(out, name)
+        rec.check_out(out, name, differentiable=False)
+        if out._data.dtype != np.bool_:
+            raise RuntimeError("%s does not support non-boolean outputs." % name)
+        return rec.write_out(out, result, name)
     predicate.__name__ = name
     register(name, predicate, samples=S.unary(), gradcheck=False, family="pointwise", integer_inputs=True)
     return predicate
@@ -486,9 +514,9 @@ def _predicate(name, compute):
 isnan = _predicate("isnan", np.isnan)
 isinf = _predicate("isinf", np.isinf)
 isfinite = _predicate("isfinite", np.isfinite)
-isposinf = _predicate("isposinf", np.isposinf)
-isneginf = _predicate("isneginf", np.isneginf)
-signbit = _predicate("signbit", np.signbit)
+isposinf = _predicate("isposinf", np.isposinf, takes_out=True)
+isneginf = _predicate("isneginf", np.isneginf, takes_out=True)
+signbit = _predicate("signbit", np.signbit, takes_out=True)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
@@ -500,6 +528,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     if rec.needs_grad(x):
         node = rec.record(_NanToNumNode, (x,), result)
         node._saved = (_wrap(mask),)
+    if out is not None and out._data.dtype != data.dtype:
+        from cextend._promotion import _torch_name
+        raise RuntimeError("nan_to_num: dtype of out: %s should be same as input: %s"
+                           % (_torch_name(out._data.dtype), _torch_name(data.dtype)))
     return result if out is None else rec.finish_out(out, result, "nan_to_num", x)
 
 

@@ -197,7 +197,7 @@ def _triangle(op, keep):
             raise TypeError("%s(): argument 'diagonal' (position 1) must be int, not %s"
                             % (op, type(diagonal).__name__))
         t = _tri(x, diagonal, keep, op)
-        return t if out is None else rec.finish_out(out, t, op, x)
+        return t if out is None else rec.finish_out(out, t, op, x, strict="c_type")
     triangle.__name__ = op
     register(op, triangle, inplace=lambda self, diagonal=0: self.copy_(triangle(self, diagonal)),
              family="rearrange", integer_inputs=True,

@@ -90,6 +90,17 @@ def _reduction_dtype(x, dtype, op):
     return np.dtype(np.int64) if kind in "iub" else x._data.dtype
 
 
+def out_reduction_dtype(out, dtype, name):
+    """With out=, torch reduces in out's dtype (the input cast to it first);
+    dtype=, when given, must name out's."""
+    rec.check_out(out, name, differentiable=False)
+    wanted = out._data.dtype
+    if dtype is not None and _dtype.as_dtype(dtype).numpy != wanted:
+        raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
+                           % (rec.c_type_name(_dtype.as_dtype(dtype).numpy), rec.c_type_name(wanted)))
+    return wanted
+
+
 def _record_reduce(node_cls, x, out, dims, keepdim, **attrs):
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), out)
@@ -104,13 +115,13 @@ def _record_reduce(node_cls, x, out, dims, keepdim, **attrs):
 def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "sum")
     dims = reduce_dims(x, dim)
-    rt = _reduction_dtype(x, dtype, "sum")
+    if out is not None and dim is None:
+        rec.no_out(out, "sum")
+    rt = _reduction_dtype(x, dtype, "sum") if out is None else out_reduction_dtype(out, dtype, "sum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
     result = data.sum(axis=dims, keepdims=keepdim)
     result = _array(result, rt)
     if out is not None:
-        if dim is None:
-            rec.no_out(out, "sum")
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum")
     return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
@@ -148,7 +159,32 @@ def _torch_name(dt):
     return name(dt)
 
 
+def _nansum_backward(node, g, x):
+    return spread(g, node.in_shape, node.dims, node.keepdim) * (x == x)
+
+
+_NansumNode = rec.node_class("NansumBackward", _nansum_backward)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """sum, counting NaN as zero."""
+    x = require_tensor(input, "nansum")
+    dims = reduce_dims(x, dim)
+    rt = _reduction_dtype(x, dtype, "nansum") if out is None else out_reduction_dtype(out, dtype, "nansum")
+    data = x._data if x._data.dtype == rt else x._data.astype(rt)
+    result = _array(np.nansum(data, axis=dims, keepdims=keepdim) if rt.kind == "f"
+                    else data.sum(axis=dims, keepdims=keepdim), rt)
+    if out is not None:
+        rec.check_out(out, "nansum", x)
+        return rec.write_out(out, result, "nansum")
+    t = _record_reduce(_NansumNode, x, _wrap(result), dims, keepdim)
+    if t._grad_fn is not None:
+        t._grad_fn._saved = (rec.save(x),)
+    return t
+
+
 register("sum", reduce_sum, samples=S.reduction(), family="reduction", integer_inputs=True)
+register("nansum", nansum, samples=S.reduction(), family="reduction", integer_inputs=True)
 register("mean", reduce_mean, samples=S.reduction(), family="reduction")
 
 
@@ -253,7 +289,7 @@ def _max_or_min(is_max, name):
                                 % name)
             if out is not None:
                 rec.check_out(out, name, x)
-                return rec.write_out(out, _extreme_all(x, is_max, name, node_cls)._data, name, strict=True)
+                return rec.write_out(out, _extreme_all(x, is_max, name, node_cls)._data, name)
             return _extreme_all(x, is_max, name, node_cls)
         if out is not None:
             rec.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
@@ -294,7 +330,14 @@ register("amin", amin, samples=S.reduction(), family="reduction", integer_inputs
 
 
 def _arg(is_max, name):
-    def arg(input, dim=None, keepdim=False):
+    def arg(input, dim=None, keepdim=False, *, out=None):
+        result = _arg_result(input, dim, keepdim)
+        if out is None:
+            return result
+        rec.check_out(out, name, differentiable=False)
+        return rec.write_out(out, result._data, name, strict="c_type")
+
+    def _arg_result(input, dim, keepdim):
         x = require_tensor(input, name)
         data = x._data
         if data.dtype.kind == "b":

@@ -34,10 +34,22 @@ def _cumsum_backward(node, g):
 _CumsumNode = rec.node_class("CumsumBackward", _cumsum_backward)
 
 
+def _out_scan_dtype(out, dtype, name):
+    """With out=, torch scans the input cast to out's dtype (dtype=, when
+    given, must name out's)."""
+    rec.check_out(out, name, differentiable=False)
+    if out._data.dtype == np.bool_:
+        raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
+    if dtype is not None and _dtype.as_dtype(dtype).numpy != out._data.dtype:
+        raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
+                           % (rec.c_type_name(_dtype.as_dtype(dtype).numpy), rec.c_type_name(out._data.dtype)))
+    return out._data.dtype
+
+
 def cumsum(input, dim, *, dtype=None, out=None):
     x = require_tensor(input, "cumsum")
     d = _dim_of(x, dim)
-    dt = _scan_dtype(x, dtype)
+    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumsum")
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = np.cumsum(data, axis=d, dtype=dt) if data.ndim else data.copy()
     if dt.kind == "f":
@@ -88,7 +100,7 @@ _CumprodNode = rec.node_class("CumprodBackward", _cumprod_backward)
 def cumprod(input, dim, *, dtype=None, out=None):
     x = require_tensor(input, "cumprod")
     d = _dim_of(x, dim)
-    dt = _scan_dtype(x, dtype)
+    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumprod")
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = quietly(np.cumprod, data, d, dt) if data.ndim else data.copy()
     if out is not None:
@@ -213,7 +225,7 @@ def logcumsumexp(input, dim, *, out=None):
     result = quietly(np.logaddexp.accumulate, data, d) + dt.type(0) if data.ndim else data.copy()
     t = _wrap(np.asarray(result, dt))
     if out is not None:
-        return rec.finish_out(out, t, "logcumsumexp", x)
+        return rec.finish_out(out, t, "logcumsumexp", x, strict="expected scalar_type %(result)s but found %(out)s")
     if rec.needs_grad(x):
         node = rec.record(_LogcumsumexpNode, (x,), t)
         node.dim, node.ndim = d, x._data.ndim

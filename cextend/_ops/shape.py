@@ -353,6 +353,8 @@ def _broadcast_view(data, shape):
 
 
 def expand(self, *sizes):
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _sizes(sizes, "size")
     shape = _expand_shape(self, sizes)
     return _view(self, _broadcast_view(self._data, shape), lambda t: t.expand(shape), _ExpandNode,

@@ -82,8 +82,12 @@ def argsort(input, dim=-1, descending=False, stable=False):
     return _wrap(np.asarray(sort_order(x._data, d, descending), np.int64))
 
 
-def msort(input):
-    return sort(input, 0).values
+def msort(input, *, out=None):
+    values = sort(input, 0).values
+    if out is None:
+        return values
+    rec.check_out(out, "msort", input)
+    return rec.write_out(out, values._data, "msort", strict="c_type")
 
 
 def _sort_samples(rng):

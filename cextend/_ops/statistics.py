@@ -73,8 +73,14 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None and not isinstance(dim, numbers.Integral):
         raise TypeError("prod(): argument 'dim' must be int, not %s" % type(dim).__name__)
     dims = reduce_dims(x, dim)
-    rt = _dtype.as_dtype(dtype).numpy if dtype is not None else \
-        (np.dtype(np.int64) if x._data.dtype.kind in "iub" else x._data.dtype)
+    if out is not None and dim is None:
+        rec.no_out(out, "prod")
+    if out is not None:
+        from cextend._ops.reduction import out_reduction_dtype
+        rt = out_reduction_dtype(out, dtype, "prod")
+    else:
+        rt = _dtype.as_dtype(dtype).numpy if dtype is not None else \
+            (np.dtype(np.int64) if x._data.dtype.kind in "iub" else x._data.dtype)
     data = x._data.astype(rt) if x._data.dtype != rt else x._data
     result = np.asarray(quietly(lambda: data.prod(axis=dims, keepdims=keepdim)), rt)
     if out is not None:
@@ -271,7 +277,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if rec.needs_grad(x):
         _record(_NormNode, x, t, dims, keepdim, (), p=float(p))
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.finish_out(out, t, "norm", x)
+    return t if out is None else rec.finish_out(out, t, "norm", x, strict="c_type")
 
 
 def _norm_samples(rng):

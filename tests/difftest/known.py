@@ -673,14 +673,24 @@ def main(argv=None):
     if "--markdown" in argv:
         sys.stdout.write(markdown(torch, cextend))
         return 0
+    # IDs on the command line pick repros (D39 picks D39a, D39b, ...) and
+    # print how each picked one still disagrees.
+    wanted = [a for a in argv if not a.startswith("-")]
     counts = {}
     for ident, title, kind, note, keys in GROUPS:
         for key in keys:
-            state = status(key, replay(REPROS[key], torch, cextend))
+            if wanted and not any(key == w or (key.startswith(w) and not key[len(w)].isdigit())
+                                  for w in wanted):
+                continue
+            finding = replay(REPROS[key], torch, cextend)
+            state = status(key, finding)
             word = state.split(":")[0]
             counts[word] = counts.get(word, 0) + 1
             print("%-6s %-9s %s%s" % (key, word, title, "" if word in ("fixed", "disagrees") else
                                        "  [%s]" % state.split(": ", 1)[1]))
+            if wanted and word == "disagrees":
+                print("    " + "\n    ".join(REPROS[key]))
+                print("    " + finding.explain().replace("\n", "\n    "))
     print("%d repros: %s" % (sum(counts.values()), ", ".join("%d %s" % (n, w) for w, n in sorted(counts.items()))))
     return 0
 
