@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from cextend._scalars import checked_scalar
 from cextend import _dtype, _random
 from cextend.tensor import Tensor, _sizes, _wrap
 
@@ -126,7 +127,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
             dtype = _dtype.bool
         elif isinstance(fill_value, numbers.Integral):
             dtype = _dtype.int64
-    return _filled(lambda s, d: np.full(s, fill_value, d), (size,), dtype, requires_grad, device)
+    return _filled(lambda s, d: np.full(s, checked_scalar(fill_value, d), d), (size,), dtype, requires_grad,
+                   device)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):

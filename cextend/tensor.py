@@ -146,21 +146,32 @@ class Tensor:
         # may still be stale; it is rebuilt when used).
         return self._requires_grad or self._grad_fn is not None or self._base.requires_grad
 
+    _LEAF_ONLY = "you can only change requires_grad flags of leaf variables."
+    _USE_DETACH = (" If you want to use a computed variable in a subgraph that doesn't require "
+                   "differentiation use var_no_grad = var.detach().")
+
     @requires_grad.setter
     def requires_grad(self, flag):
+        # torch's attribute setter refuses any change on a non-leaf
         flag = bool(flag)
         if self._current_grad_fn() is not None:
-            if not flag:
-                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
-                                   "want to use a computed variable in a subgraph that doesn't require "
-                                   "differentiation use var_no_grad = var.detach().")
-            return
+            raise RuntimeError(self._LEAF_ONLY + ("" if flag else self._USE_DETACH))
         if flag and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        # torch's method: True on a non-leaf is a no-op, but the dtype is checked first
+        flag = bool(requires_grad)
+        if self._current_grad_fn() is not None:
+            if not flag:
+                raise RuntimeError(self._LEAF_ONLY + self._USE_DETACH)
+            if self._data.dtype.kind != "f":
+                raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            return self
+        if flag and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = flag
         return self
 
     @property

@@ -104,7 +104,8 @@ static double cx_digamma(double x)
  * Hurwitz zeta(s, q) = sum_k (q + k)^-s for an integer s > 1: the first
  * terms directly until q + k >= 9, then the Euler-Maclaurin tail, whose
  * Bernoulli terms fall below double precision after a dozen.
- * q a non-positive integer is a pole (+inf).
+ * q a non-positive integer is a pole (+inf), -inf included; +inf gives NaN
+ * as torch's does.
  */
 static double cx_hurwitz_zeta(double s, double q)
 {
@@ -113,7 +114,7 @@ static double cx_hurwitz_zeta(double s, double q)
     if (q <= 0.0 && q == floor(q))
         return INFINITY;
     if (isinf(q))
-        return 0.0;
+        return NAN;         /* torch's (Cephes') series meets 0/0 at +inf; -inf is a pole above */
     double sum = 0.0;
     double a = q;
     int terms = 0;

@@ -8,10 +8,12 @@ them to its dtype.  The formulas follow torch's derivatives.yaml, operand
 order included, so results agree to the last bit where numpy's kernels do.
 """
 import math
+import numbers
 
 import numpy as np
 
 from cextend._fpe import quietly, restore, silence
+from cextend._scalars import checked_scalar
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
@@ -259,11 +261,16 @@ def _is_bool_tensor(x):
     return is_tensor(x) and x._data.dtype.kind == "b"
 
 
+def _is_bool_operand(x):
+    """A bool tensor, or a Python bool (torch wraps it as a bool tensor)."""
+    return isinstance(x, (bool, np.bool_)) or _is_bool_tensor(x)
+
+
 def _sub_check(a, b, rt):
-    if _is_bool_tensor(a) and _is_bool_tensor(b):
+    if _is_bool_operand(a) and _is_bool_operand(b):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                            "`^` or `logical_xor()` operator instead.")
-    if _is_bool_tensor(a) or _is_bool_tensor(b):
+    if _is_bool_operand(a) or _is_bool_operand(b):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -302,6 +309,8 @@ def _pow_check(a, b, rt):
     # exponent follows C's integer rules (see _power).
     if rt.kind in "iu" and not is_tensor(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if rt.kind == "b" and is_tensor(b):     # only bool ** Python bool has a kernel
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
 _ADD = Binary("add", np.add, _add_backward)
@@ -377,11 +386,18 @@ def _alpha(input, other, alpha, op):
     """other * alpha for add/sub's alpha=, checked as torch checks it."""
     if alpha == 1 and type(alpha) is int:
         return other
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+    if not isinstance(alpha, (int, float)):
         raise TypeError("%s(): argument 'alpha' must be a number, not %s" % (op, type(alpha).__name__))
     other = require_operand(other, op)
-    if isinstance(alpha, int) and _is_bool_tensor(input) and (_is_bool_tensor(other) or isinstance(other, bool)):
+    if op.startswith(("sub", "rsub")):
+        _sub_check(input, other, None)      # before other * alpha hides a bool operand
+    bool_result = _is_bool_tensor(input) and (_is_bool_tensor(other) or isinstance(other, bool))
+    if isinstance(alpha, bool) and not bool_result:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, int) and bool_result:
         alpha = bool(alpha)     # a bool result: torch reads alpha as a bool
+        if not is_tensor(other):
+            return bool(other) and alpha
     if isinstance(alpha, float):
         kinds = [t._data.dtype.kind for t in (input, other) if is_tensor(t)]
         if all(k in "iub" for k in kinds):
@@ -564,7 +580,10 @@ def _power(x, y):
     """np.power where it agrees with torch; torch's special kernels for the
     exponents 0.5, -0.5, 2, 3, -1, -2 (a number); C's pow at -inf and at 0
     (numpy's SIMD power gives NaN for (-inf) ** 0.5 and -0.0 for (-0.0) ** 0.5)."""
-    if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu":
+    x_kind, y_kind = np.asarray(x).dtype.kind, np.asarray(y).dtype.kind
+    if x_kind == "b" and y_kind == "b":
+        return np.logical_or(x, np.logical_not(y))     # x ** True is x, x ** False is True
+    if x_kind in "iub" and y_kind in "iub":
         return _integer_power(x, y)
     if type(y) in (int, float) and type(x) is np.ndarray and x.dtype.kind == "f":
         special = _SCALAR_POWERS.get(y)
@@ -799,8 +818,7 @@ def _masked_fill_inplace(self, mask, value):
                            % (list(mask._data.shape), list(shape)))
     recording = rec.prepare_inplace(self, (value,))
     node = rec.connect(_MaskedFillNode(), (self, mask, value)) if recording else None
-    fill = value._data if is_tensor(value) else value
-    _check_fill_fits(fill, self._data.dtype, "masked_fill_")
+    fill = _fill_scalar(value._data if is_tensor(value) else value, self._data.dtype)
     self._data[np.broadcast_to(mask._data, shape)] = fill
     rec.finish_inplace(self, node)
     if node is not None:
@@ -816,9 +834,8 @@ def masked_fill(input, mask, value):
     value = _fill_value(value, "masked_fill")
     shape = broadcast_shapes(x._data.shape, mask._data.shape)
     data = np.array(np.broadcast_to(x._data, shape))
-    fill = value._data if is_tensor(value) else value
-    _check_fill_fits(fill, data.dtype, "masked_fill")
-    data[np.broadcast_to(mask._data, shape)] = fill
+    data[np.broadcast_to(mask._data, shape)] = _fill_scalar(value._data if is_tensor(value) else value,
+                                                            data.dtype)
     result = _wrap(data)
     if rec.needs_grad(x, value):
         node = rec.record(_MaskedFillNode, (x, mask, value), result)
@@ -826,13 +843,10 @@ def masked_fill(input, mask, value):
     return result
 
 
-def _check_fill_fits(fill, dtype, op):
-    """torch refuses a value an integer tensor cannot hold (inf, NaN, overflow)."""
-    if dtype.kind in "iu":
-        value = np.asarray(fill)
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise RuntimeError("value cannot be converted to type %s without overflow"
-                               % {"i": "int64_t", "u": "uint8_t"}[dtype.kind])
+def _fill_scalar(fill, dtype):
+    """torch reads masked_fill's and index_fill's value as a Scalar (a 0-d
+    tensor's item()) and converts it checked: inf into int64 raises."""
+    return checked_scalar(np.asarray(fill).item() if not isinstance(fill, numbers.Number) else fill, dtype)
 
 
 # -- unary minus and friends ---------------------------------------------

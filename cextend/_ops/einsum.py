@@ -106,8 +106,17 @@ def _contract(a, sa, b, sb, keep, sizes):
         for c in letters:
             n *= sizes[c]
         return n
-    product = pa.reshape(size(batch), size(left), size(contracted)).matmul(
-        pb.reshape(size(batch), size(contracted), size(right)))
+    if not contracted:
+        # torch multiplies (mul promotes dtypes; each element is one product)
+        product = pa.reshape(size(batch), size(left), 1) * pb.reshape(size(batch), 1, size(right))
+    else:
+        # torch's bmm: one dtype, named as its kernel names it
+        if pa._data.dtype != pb._data.dtype:
+            from cextend._promotion import _torch_name
+            raise RuntimeError("expected scalar type %s but found %s"
+                               % (_torch_name(pa._data.dtype), _torch_name(pb._data.dtype)))
+        product = pa.reshape(size(batch), size(left), size(contracted)).matmul(
+            pb.reshape(size(batch), size(contracted), size(right)))
     out = product.reshape([sizes[c] for c in batch + left + right])
     return out, "".join(batch + left + right)
 

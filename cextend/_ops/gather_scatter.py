@@ -369,8 +369,9 @@ def index_fill(input, dim, index, value):
     if is_tensor(value) and value._data.ndim:
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            "%d dimension(s)." % value._data.ndim)
-    fill = as_array(value, x._data.dtype) if is_tensor(value) else value
-    data = _index_write(x, d, idx, np.asarray(fill).astype(x._data.dtype), "index_fill", "copy")
+    from cextend._ops.arithmetic import _fill_scalar
+    fill = _fill_scalar(value._data if is_tensor(value) else value, x._data.dtype)
+    data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy")
     t = _wrap(data)
     if rec.needs_grad(x, value):
         node = rec.record(_IndexFillNode, (x, None, index, value if is_tensor(value) else None), t)

@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
 from cextend._ops import _record as rec
 from cextend._ops._operands import as_array, is_tensor, operand
@@ -227,7 +228,7 @@ def fill_(self, value):
                            "dimensions." % value._data.ndim)
     recording = rec.prepare_inplace(self, (value,))
     node = rec.connect(_FillNode(), (self, value)) if recording else None
-    fill = value._data if is_tensor(value) else value
+    fill = value._data if is_tensor(value) else checked_scalar(value, self._data.dtype)
     if type(self._data) is DeviceArray:
         self._data[...] = float(np.asarray(fill)) if not isinstance(fill, DeviceArray) else fill
     else:
@@ -244,6 +245,9 @@ def setitem(self, key, value):
     value = operand(value)
     if value is NotImplemented:
         raise TypeError("can't assign a %s to a Tensor" % type(value).__name__)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and not -2 ** 63 <= value < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")   # torch's argument parser
+    checked = None if is_tensor(value) else checked_scalar(value, self._data.dtype)   # inf into int raises
     parts = _parts(key)
     if type(self._data) is DeviceArray and parts in ((Ellipsis,), (slice(None),)):
         fill_(self, value) if not is_tensor(value) else copy_(self, value)
@@ -268,7 +272,7 @@ def setitem(self, key, value):
         mask = _wrap_index(mask.reshape(mask.shape + (1,) * (self._data.ndim - mask.ndim)))
         _masked_fill_inplace(self, mask, value)
         return
-    index_put_(self, np_key, value, sources=sources)
+    index_put_(self, np_key, value if checked is None else _wrap(np.asarray(checked)), sources=sources)
 
 
 def _wrap_index(array):
@@ -296,7 +300,7 @@ def _index_put_backward(node, g, *index_tensors):
     elif node.needs(0):
         keep = np.ones(g._data.shape, bool)
         keep[key] = False
-        grad_self = g * _wrap(keep)
+        grad_self = g.masked_fill(_wrap(~keep), 0.0)    # exact zeros, even where g is NaN
     if node.needs(1):
         grad_value = getitem(g, key)
     return grad_self, grad_value

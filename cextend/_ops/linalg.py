@@ -45,10 +45,16 @@ def _mm_backward(node, g, a, b):
 _MmNode = rec.node_class("MmBackward", _mm_backward)
 
 
+# torch's CPU kernel names, which its "not implemented for 'Bool'" names
+_BOOL_KERNELS = {"mm": "addmm_impl_cpu_", "matmul": "bmm", "dot": "dot", "mv": "addmv_impl_cpu"}
+
+
 def _check_same_dtype(a, b, op):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("%s: expected m1 and m2 to have the same dtype, but got: %s != %s"
                            % (op, a.dtype.name, b.dtype.name))
+    if a._data.dtype.kind == "b":
+        raise NotImplementedError("\"%s\" not implemented for 'Bool'" % _BOOL_KERNELS.get(op, op))
 
 
 def mm(input, mat2, *, out=None):
@@ -192,6 +198,8 @@ def _add_scaled_product(name, node_cls, input, m1, m2, beta, alpha, product):
     if x._data.dtype != product.dtype:
         raise RuntimeError("%s: expected self and mat2 to have the same dtype, but got: %s != %s"
                            % (name, x.dtype.name, m2.dtype.name))
+    if product.dtype.kind in "iu":
+        beta, alpha = int(beta), int(alpha)     # torch casts the scalars to the integer type (truncates)
     if beta == 0:
         data = product if alpha == 1 else product * alpha
         data = np.broadcast_to(data, np.broadcast_shapes(x._data.shape, data.shape)).copy()
@@ -242,6 +250,8 @@ def mv(input, vec, *, out=None):
     if a._data.shape[1] != v._data.shape[0]:
         raise RuntimeError("size mismatch, got input (%d), mat (%dx%d), vec (%d)"
                            % (a._data.shape[0], a._data.shape[0], a._data.shape[1], v._data.shape[0]))
+    if a._data.dtype == v._data.dtype:
+        _check_same_dtype(a, v, "mv")
     if out is not None and is_tensor(out) and out._data.dtype != a._data.dtype:
         from cextend._promotion import _torch_name
         raise RuntimeError("addmv input tensors must have the same dtype, but got %s, %s, and %s"

@@ -78,6 +78,16 @@ def _pair(input, target, op):
     return host_tensor(input, op), host_tensor(target, op, "target")
 
 
+def _kernel_difference(x, t):
+    """x - t inside a backward formula.  torch's loss kernels read a bool
+    operand as 0/1, where the `-` operator would refuse it."""
+    if x._data.dtype.kind == "b":
+        x = x.to(t.dtype)
+    if t._data.dtype.kind == "b":
+        t = t.to(x.dtype)
+    return x - t
+
+
 def _float_type(x, t, kernel):
     dt = result_type(x, t)
     if dt.kind != "f":
@@ -103,7 +113,7 @@ def _weighted(loss, weight, input, reduction, mean_by_weight):
 # -- mse_loss ------------------------------------------------------------------------------------
 
 def _mse_backward(node, gs, x, t):
-    grad = gs * 2 * (x - t)
+    grad = gs * 2 * _kernel_difference(x, t)
     return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
 
 
@@ -150,7 +160,7 @@ def _smooth_l1_compute(a, b, beta):
 
 def _smooth_l1_backward(node, gs, x, t):
     # d/dx: (x - t) / beta inside the quadratic zone, sign(x - t) outside.
-    grad = gs * ((x - t) / node.params["beta"]).clamp(-1.0, 1.0)
+    grad = gs * (_kernel_difference(x, t) / node.params["beta"]).clamp(-1.0, 1.0)
     return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
 
 
@@ -180,7 +190,7 @@ def _huber_compute(a, b, delta):
 
 def _huber_backward(node, gs, x, t):
     delta = node.params["delta"]
-    grad = gs * (x - t).clamp(-delta, delta)
+    grad = gs * _kernel_difference(x, t).clamp(-delta, delta)
     return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
 
 
@@ -223,7 +233,7 @@ def _bce_compute(p, y, w=None):
 def _bce_backward(node, gs, x, t, w=None):
     grad_x = grad_t = None
     if node.needs(0):
-        grad_x = gs * (x - t) / ((1 - x) * x).clamp_min(_BCE_EPSILON)
+        grad_x = gs * _kernel_difference(x, t) / ((1 - x) * x).clamp_min(_BCE_EPSILON)
         grad_x = grad_x if w is None else grad_x * w
     if node.needs(1):
         # -logit(x), unclamped, as torch's binary_cross_entropy_target_backward

@@ -153,8 +153,28 @@ def _repeat_interleave_backward(node, g):
 _RepeatInterleaveNode = rec.node_class("RepeatInterleaveBackward", _repeat_interleave_backward)
 
 
+def _repeat_each(x, repeats, dim):
+    """An int repeats is, in torch, unsqueeze + expand + a contiguous clone +
+    view: the result is a view (of that clone) with torch's history."""
+    from cextend.tensor import _dim
+    if repeats < 0:
+        raise RuntimeError("repeats can not be negative")
+    source = x.flatten() if dim is None else x
+    d = _dim(dim, source.dim()) if dim is not None else 0
+    if source.dim() == 0:
+        source, d = source.reshape(1), 0
+    spread = source.unsqueeze(d + 1)
+    sizes = list(spread.shape)
+    sizes[d + 1] = repeats
+    shape = list(source.shape)
+    shape[d] *= repeats
+    return spread.expand(sizes).clone().view(shape)
+
+
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     x = require_tensor(input, "repeat_interleave")
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        return _repeat_each(x, repeats, dim)
     data = x._data if dim is not None else x._data.reshape(-1)
     from cextend.tensor import _dim
     d = _dim(dim, data.ndim) if dim is not None else 0

@@ -64,7 +64,13 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return t
 
 
+def _refuse_bool_inplace(self, name):
+    if self._data.dtype.kind == "b":     # the result (int64) has no way back into bool
+        raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
+
+
 def _cumsum_inplace(self, dim, *, dtype=None):
+    _refuse_bool_inplace(self, "cumsum")
     return self.copy_(cumsum(self, dim, dtype=dtype))
 
 
@@ -115,6 +121,7 @@ def cumprod(input, dim, *, dtype=None, out=None):
 
 
 def _cumprod_inplace(self, dim, *, dtype=None):
+    _refuse_bool_inplace(self, "cumprod")
     return self.copy_(cumprod(self, dim, dtype=dtype))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from cextend import _dtype
 from cextend._fpe import quietly
+from cextend.autograd import grad_mode
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import reduce_dims, _keepdim_shape
@@ -57,9 +58,12 @@ def _prod_backward(node, g, x, result):
     if x.dim() == 0:
         return g
     gg, r = _restore(g, node), _restore(result, node)
-    if not (x == 0).any().item():
+    zeros = int((x == 0).sum().item())
+    if not zeros:
         return gg * (r / x)
-    if len(node.dims) == x.dim():
+    if node.whole and zeros > 1 and not grad_mode.is_grad_enabled():
+        return x.new_zeros(x.shape)       # torch's shortcut: two zeros make every partial product 0
+    if node.whole:
         flat = x.contiguous().view(-1)
         return _prod_safe_zeros(gg.reshape(1), flat, 0).view(x.shape)
     return _prod_safe_zeros(gg, x, node.dims[0])
@@ -88,7 +92,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         return rec.write_out(out, result, "prod")
     t = _wrap(result)
     if rt.kind == "f":
-        _record(_ProdNode, x, t, dims, keepdim if dim is not None else False, ())
+        _record(_ProdNode, x, t, dims, keepdim if dim is not None else False, (), whole=dim is None)
         if t._grad_fn is not None:
             t._grad_fn._saved = (rec.save(x), rec.save_output(t))
     return t
@@ -133,8 +137,7 @@ def _var_data(x, dims, correction, count, keepdim):
     if data.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     mean = quietly(lambda: data.mean(axis=dims, keepdims=True))
-    centered = data - mean
-    total = quietly(lambda: (centered * centered).sum(axis=dims, keepdims=keepdim))
+    total = quietly(lambda: np.square(data - mean).sum(axis=dims, keepdims=keepdim))
     divisor = max(count - correction, 0)
     return np.asarray(quietly(np.true_divide, total, divisor), data.dtype), mean
 
@@ -175,33 +178,64 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return t if out is None else rec.finish_out(out, t, "std", x)
 
 
-def _welford_mean(input, dim, keepdim):
-    """The mean var_mean/std_mean report: torch computes it with Welford
-    updates, where an infinite element among others gives NaN (inf - inf),
-    unlike torch.mean.  Reproduced so the two libraries agree."""
-    from cextend._ops.reduction import reduce_mean
-    d = None if isinstance(dim, bool) else dim
-    mean = reduce_mean(input, d, keepdim)
-    data = input._data
-    if data.dtype.kind == "f" and np.isinf(data).any():
-        dims = reduce_dims(input, d)
-        count = 1
-        for k in dims:
-            count *= data.shape[k]
-        if count > 1:
-            poisoned = np.isinf(data).any(axis=dims, keepdims=keepdim)
-            mean = mean.masked_fill(_wrap(np.asarray(poisoned)), float("nan"))
-    return mean
+def _welford_mean_data(data, dims, keepdim):
+    """The mean var_mean/std_mean report.  torch computes it with Welford
+    updates m += (x - m) / n, in order: an infinity gives inf when it comes
+    last and NaN when anything follows it (inf - inf), unlike torch.mean.
+    Rows without infinities take numpy's mean (equal but for rounding);
+    rows with one are replayed update by update."""
+    mean = np.asarray(quietly(lambda: data.mean(axis=dims, keepdims=keepdim)), data.dtype)
+    if data.size == 0 or not np.isinf(data).any():
+        return mean
+    rest = [d for d in range(data.ndim) if d not in dims]
+    rows = np.transpose(data, rest + list(dims)).reshape(-1, int(np.prod([data.shape[d] for d in dims])))
+    hit = np.isinf(rows).any(axis=1)
+    m = np.zeros(int(hit.sum()), data.dtype)
+    with np.errstate(all="ignore"):
+        for n, column in enumerate(rows[hit].T, start=1):
+            m = m + (column - m) / data.dtype.type(n)
+    flat = mean.reshape(-1).copy()
+    flat[hit] = m
+    return flat.reshape(mean.shape)
+
+
+def _var_mean_backward(node, grads, x, *result):
+    """torch's VarMeanBackward / StdMeanBackward: one node for both outputs;
+    an output nobody used has no gradient (its hooks see None)."""
+    g_spread, g_mean = grads
+    grad = None
+    if g_spread is not None:
+        grad = _std_backward(node, g_spread, x, result[0]) if result else _var_backward(node, g_spread, x)
+    if g_mean is not None:
+        mean_part = _restore(g_mean, node).expand(x.shape) / node.count
+        grad = mean_part if grad is None else grad + mean_part
+    return grad
+
+
+_VarMeanNode = rec.node_class("VarMeanBackward", _var_mean_backward, multi_output=True)
+_StdMeanNode = rec.node_class("StdMeanBackward", _var_mean_backward, multi_output=True)
+
+
+def _spread_and_mean(input, dim, unbiased, keepdim, correction, op, take_root):
+    x = require_tensor(input, op)
+    dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, op)
+    variance, _ = _var_data(x, dims, corr, count, keepdim)
+    spread = _wrap(np.asarray(np.sqrt(variance), variance.dtype) if take_root else variance)
+    mean = _wrap(_welford_mean_data(x._data, dims, keepdim))
+    if rec.needs_grad(x):
+        node = rec.record(_StdMeanNode if take_root else _VarMeanNode, (x,), (spread, mean))
+        node.in_shape, node.dims, node.keepdim = x._data.shape, dims, keepdim
+        node.count, node.correction = count, corr
+        node._saved = (rec.save(x), rec.save_output(spread)) if take_root else (rec.save(x),)
+    return spread, mean
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    v = var(input, dim, unbiased, keepdim, correction=correction)
-    return v, _welford_mean(input, dim, keepdim)
+    return _spread_and_mean(input, dim, unbiased, keepdim, correction, "var_mean", take_root=False)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    s = std(input, dim, unbiased, keepdim, correction=correction)
-    return s, _welford_mean(input, dim, keepdim)
+    return _spread_and_mean(input, dim, unbiased, keepdim, correction, "std_mean", take_root=True)
 
 
 def _var_samples(rng):

@@ -49,6 +49,8 @@ def _lerp(start, end, weight, inplace=False):
     dt = result_type(a, b, w)
     if inplace:
         check_broadcasts_into(a, b)
+        if is_tensor(w):
+            check_broadcasts_into(a, w)
         recording = rec.prepare_inplace(a, (b, w), dt)
         node = rec.connect(_LerpNode(), (a, b, w)) if recording else None
         saved = (rec.save(a.clone()), rec.save(b), rec.save(w)) if node is not None else None

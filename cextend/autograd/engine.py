@@ -282,8 +282,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if t.grad_fn is not None:
             t.retain_grad()     # as torch: a non-leaf input keeps its .grad from now on
     with grad_mode.set_grad_enabled(create_graph):
+        accumulated = set()     # inputs=[x, x] accumulates into x once, as torch does
         for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
-            if t.grad_fn is None:
+            if t.grad_fn is None and id(t) not in accumulated:
+                accumulated.add(id(t))
                 accumulate_into(t, g)
 
 

@@ -254,6 +254,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
         t._version_counter[0] += 1
+        t._grad = None      # torch resets a modified input's .grad (custom_function.cpp)
     if requires_grad:
         _connect_inputs(ctx, args, Tensor)
     tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
