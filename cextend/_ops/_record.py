@@ -58,11 +58,14 @@ class BuiltinNode(Node):
     def needs(self, i):
         return self.next_functions[i][0] is not None
 
+    _keeps_wrapped_number = False    # see Binary._saved
+
     def _release(self):
         # Only saved tensors are freed (as torch's SavedVariables): a node that
-        # kept just numbers can run again.
+        # kept just numbers can run again, unless a number stands for one of
+        # torch's wrapped-number tensors (x * 2 saves the 2 as a tensor).
         saved = self._saved
-        if saved and saved is not _FREED and SavedTensor in map(type, saved):
+        if saved and saved is not _FREED and (self._keeps_wrapped_number or SavedTensor in map(type, saved)):
             self._saved = _FREED
 
 
@@ -349,6 +352,21 @@ def write_outs(out, values, indices, name, return_type):
     write_out(out_values, values._data, name, strict=True)
     write_out(out_indices, indices._data, name, strict=True)
     return return_type(out_values, out_indices)
+
+
+def inplace_via(function):
+    """x.op_(...) as x.copy_(op(x, ...)): one recorded in-place copy, so
+    views, versions and history behave as for every other in-place op.
+    The op reads a copy of x when it records history: what it saves must not
+    be the tensor the copy_ overwrites (torch saves original_self alike)."""
+    def inplace(self, *args, **kwargs):
+        source = self.clone() if needs_grad(self) and grad_mode.is_grad_enabled() else self
+        result = function(source, *args, **kwargs)
+        if result._data.shape != self._data.shape:
+            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                               % (list(self._data.shape), list(result._data.shape)))
+        return self.copy_(result)
+    return inplace
 
 
 def common_dtype(*operands):

@@ -36,11 +36,14 @@ class Binary:
     (what is not kept arrives as None, a Python number as itself), so a
     later in-place change raises exactly where torch's would.
     result: "promote" (the common dtype), "float" (integers become the
-    default float), "bool" (comparisons).
+    default float), "bool" (comparisons).  inplace_saves_result(other):
+    whether the in-place form keeps its result whatever the needs (pow_).
     """
 
-    def __init__(self, name, compute, backward=None, saves=None, result="promote", check=None):
+    def __init__(self, name, compute, backward=None, saves=None, result="promote", check=None,
+                 inplace_saves_result=None):
         self.name = name
+        self.inplace_saves_result = inplace_saves_result
         self.compute = compute
         self.saves = saves
         self.result = result
@@ -139,6 +142,10 @@ class Binary:
 
     def _saved(self, node, a, b, result, original, keep=None):
         keep_a, keep_b, keep_r = keep or self._keep(node, a, b)
+        if (keep_a and not is_tensor(a)) or (keep_b and not is_tensor(b)):
+            # torch wraps the number in a tensor and saves that (mul, div):
+            # freed after backward like any saved tensor
+            node._keeps_wrapped_number = True
         return ((rec.save(original) if keep_a else None) if is_tensor(a) else a,
                 (rec.save(b) if keep_b else None) if is_tensor(b) else b,
                 rec.save_output(result) if keep_r else None)
@@ -157,6 +164,8 @@ class Binary:
                 # so its own history stays differentiable) and other at its
                 # current version, which is why y.mul_(y) raises as in torch.
                 keep = self._keep(node, a, b)
+                if self.inplace_saves_result is not None and self.inplace_saves_result(b):
+                    keep = (keep[0], keep[1], True)
                 original = a.clone() if keep[0] else a
                 before = self._saved(node, a, b, None, original, (keep[0], keep[1], False))
         a._data[...] = self.run(a, b, rt)
@@ -635,7 +644,10 @@ def _keep_for_pow(need_a, need_b, tensor_a, tensor_b):
     return need_a or need_b, need_a or need_b, need_b
 
 
-_POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_check)
+_POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_check,
+              # torch's pow_ with a tensor exponent keeps its result even when the
+              # exponent needs no gradient: a later in-place change then raises at backward
+              inplace_saves_result=is_tensor)
 
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),
@@ -774,7 +786,7 @@ def where(condition, input=None, other=None, *, out=None):
     result = _wrap(_as_ndarray(data, rt))
     if rec.needs_grad(a, b):
         node = rec.record(_WhereNode, (cond, a, b), result)
-        node._saved = (cond,)
+        node._saved = (rec.save(cond),)
     return result
 
 
@@ -822,7 +834,7 @@ def _masked_fill_inplace(self, mask, value):
     self._data[np.broadcast_to(mask._data, shape)] = fill
     rec.finish_inplace(self, node)
     if node is not None:
-        node._saved = (mask,)
+        node._saved = (rec.save(mask),)
     return self
 
 
@@ -839,7 +851,7 @@ def masked_fill(input, mask, value):
     result = _wrap(data)
     if rec.needs_grad(x, value):
         node = rec.record(_MaskedFillNode, (x, mask, value), result)
-        node._saved = (mask,)
+        node._saved = (rec.save(mask),)
     return result
 
 

@@ -182,20 +182,11 @@ def scatter_add(input, dim, index, src, *, out=None):
     if rec.needs_grad(x, src):
         node = rec.record(_ScatterAddNode, (x, None, index, src), t)
         node.dim = d
-        node._saved = (SavedTensor(index),)
+        node._saved = (SavedTensor(index) if node.needs(3) else None,)    # only src's gradient reads it
     return t
 
 
-def _inplace_via(function):
-    """x.op_(...) as x.copy_(op(x, ...)): one recorded in-place copy, so
-    views, versions and history behave as for every other in-place op."""
-    def inplace(self, *args, **kwargs):
-        result = function(self, *args, **kwargs)
-        if result._data.shape != self._data.shape:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(self._data.shape), list(result._data.shape)))
-        return self.copy_(result)
-    return inplace
+_inplace_via = rec.inplace_via
 
 
 def _gather_samples(rng):

@@ -34,6 +34,22 @@ def _is_basic(parts):
     return True
 
 
+def _selects_everything(parts, shape):
+    """A key of full slices and at most one Ellipsis: torch's indexing skips
+    such slices (applySlice returns self), so x[:] = v writes into x itself."""
+    explicit = [p for p in parts if p is not Ellipsis]
+    if len(parts) - len(explicit) > 1 or len(explicit) > len(shape):
+        return False
+    if Ellipsis in parts:
+        before = parts.index(Ellipsis)
+        sizes = shape[:before] + shape[len(shape) - (len(explicit) - before):]
+    else:
+        sizes = shape[:len(explicit)]
+    return all(type(p) is slice and p.step in (None, 1) and p.start in (None, 0)
+               and (p.stop is None or (isinstance(p.stop, numbers.Integral) and p.stop >= size))
+               for p, size in zip(explicit, sizes))
+
+
 def _basic_key(parts, ndim):
     """A numpy key that returns a view even when every dim is indexed by an int."""
     parts = tuple(int(p) if isinstance(p, numbers.Integral) and type(p) is not int else p for p in parts)
@@ -255,6 +271,12 @@ def setitem(self, key, value):
     _check_key(self, parts)
     if is_tensor(value):
         value = _without_leading_ones(value)
+    if _selects_everything(parts, self._data.shape):
+        if is_tensor(value):
+            copy_(self, value)
+        else:
+            fill_(self, value)
+        return
     if _is_basic(parts):
         region = getitem(self, key)
         if is_tensor(value):
@@ -270,6 +292,9 @@ def setitem(self, key, value):
         mask = np_key[0]
         # a mask indexes the leading dims: line it up with them
         mask = _wrap_index(mask.reshape(mask.shape + (1,) * (self._data.ndim - mask.ndim)))
+        if len(parts) == 1 and is_tensor(parts[0]):
+            # the saved mask is the caller's tensor: changing it later must raise at backward
+            mask._version_counter = parts[0]._version_counter
         _masked_fill_inplace(self, mask, value)
         return
     index_put_(self, np_key, value if checked is None else _wrap(np.asarray(checked)), sources=sources)

@@ -78,11 +78,12 @@ def _layer_norm_arrays(data, dims, eps, weight, bias):
     centered = data - mean
     var = (centered * centered).mean(axis=dims, keepdims=True)
     rstd = 1.0 / np.sqrt(var + data.dtype.type(eps))
-    out = centered * rstd
+    # torch's kernel: (x * rstd - rstd * mean) * gamma + beta, with beta = 0
+    # when there is no bias (so a -0.0 result comes out as +0.0, as there)
+    out = data * rstd + (-rstd * mean)
     if weight is not None:
         out = out * weight._data
-    if bias is not None:
-        out = out + bias._data
+    out = out + (bias._data if bias is not None else data.dtype.type(0))
     return mean, rstd, out
 
 

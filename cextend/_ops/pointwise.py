@@ -277,11 +277,13 @@ erf = _unary("erf", lambda x: _backend.special("erf", x), _erf_backward, ("self"
 erfc = _unary("erfc", lambda x: _backend.special("erfc", x), _erfc_backward, ("self",))
 
 
-def _erfinv_backward(node, g, result):
-    return g * (0.5 * math.sqrt(math.pi)) * (result.pow(2)).exp()
+def _erfinv_backward(node, g, x):
+    # torch saves self and recomputes erfinv (so erfinv_ then a change to the
+    # result does not invalidate the gradient)
+    return g * (0.5 * math.sqrt(math.pi)) * (x.erfinv().pow(2)).exp()
 
 
-erfinv = _unary("erfinv", lambda x: _backend.special("erfinv", x), _erfinv_backward, ("result",),
+erfinv = _unary("erfinv", lambda x: _backend.special("erfinv", x), _erfinv_backward, ("self",),
                 S.unary(-0.9, 0.9))
 
 
@@ -523,11 +525,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     x = require_tensor(input, "nan_to_num")
     data = np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf) if x._data.dtype.kind == "f" \
         else x._data.copy()
-    mask = np.isfinite(x._data) if x._data.dtype.kind == "f" else None
     result = _wrap(data)
     if rec.needs_grad(x):
         node = rec.record(_NanToNumNode, (x,), result)
-        node._saved = (_wrap(mask),)
+        node._saved = (rec.save(x),)       # torch saves self; the mask is recomputed
     if out is not None and out._data.dtype != data.dtype:
         from cextend._promotion import _torch_name
         raise RuntimeError("nan_to_num: dtype of out: %s should be same as input: %s"
@@ -535,5 +536,5 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return result if out is None else rec.finish_out(out, result, "nan_to_num", x)
 
 
-_NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, finite: g * finite)
+_NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, x: g * x.isfinite())
 register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise")

@@ -271,7 +271,7 @@ def _extreme_dim(x, dim, keepdim, is_max, name):
     if rec.needs_grad(x):
         node = rec.record(_MaxDimNode if is_max else _MinDimNode, (x,), (values, None))
         node.dim, node.keepdim, node.in_shape = (d if data.ndim else 0), keepdim, data.shape
-        node._saved = (indices,)
+        node._saved = (rec.save(indices),)     # a saved variable in torch: freed, version-checked
     return return_types[name](values, indices)
 
 

@@ -120,9 +120,12 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return t
 
 
+_cumprod_via_copy = rec.inplace_via(cumprod)
+
+
 def _cumprod_inplace(self, dim, *, dtype=None):
     _refuse_bool_inplace(self, "cumprod")
-    return self.copy_(cumprod(self, dim, dtype=dtype))
+    return _cumprod_via_copy(self, dim, dtype=dtype)
 
 
 def _scan_samples(rng):
@@ -193,7 +196,7 @@ def _cum_extreme(x, dim, is_max, name):
     if rec.needs_grad(x):
         node = rec.record(_CummaxNode if is_max else _CumminNode, (x,), (v, None))
         node.dim, node.ndim, node.in_shape = d, data.ndim, data.shape
-        node._saved = (i,)
+        node._saved = (rec.save(i),)
     return return_types["cummax" if is_max else "cummin"](v, i)
 
 

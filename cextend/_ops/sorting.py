@@ -58,7 +58,7 @@ def _values_at(x, d, order, name, node_cls, keepdim=True, named=None):
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), (v, None))
         node.dim, node.in_shape = (d if data.ndim else 0), data.shape
-        node._saved = (i if data.ndim else _wrap(np.zeros((), np.int64)),)
+        node._saved = (rec.save(i if data.ndim else _wrap(np.zeros((), np.int64))),)
     return return_types[named or name](v, i)
 
 
@@ -154,7 +154,7 @@ def _kth(x, k, d, keepdim, name, node_cls, nan_ignoring=False):
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), (v, None))
         node.dim, node.in_shape, node.keepdim = (d if data.ndim else 0), data.shape, keepdim
-        node._saved = (i,)
+        node._saved = (rec.save(i),)
     return return_types[name](v, i)
 
 
@@ -176,6 +176,37 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 register("kthvalue", kthvalue, family="sorting", integer_inputs=True,
          samples=lambda rng: iter([Sample(rng.standard_normal((3, 5)), 2),
                                    Sample(rng.standard_normal((3, 5)), 3, 0, True)]))
+
+
+def _mode_position(data, d):
+    """Where the mode sits in each slice's stable ascending order: the most
+    frequent value, the smallest among equally frequent ones, at its last
+    position (torch's CPU kernel reports the last occurrence)."""
+    ordered = np.moveaxis(np.sort(data, axis=d, kind="stable"), d, -1)
+    rows = ordered.reshape(-1, ordered.shape[-1])
+    position = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+        counts = np.diff(np.r_[starts, row.size])
+        best = int(np.argmax(counts))       # first maximum: the smallest value
+        position[r] = starts[best] + counts[best] - 1
+    return np.expand_dims(position.reshape(ordered.shape[:-1]), d)
+
+
+_ModeNode = rec.node_class("ModeBackward", _kth_backward, multi_output=True)
+
+
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """The most frequent value along dim, and the index of its last occurrence."""
+    x = require_tensor(input, "mode")
+    d = _dim(x, dim)
+    return _with_out(_kth(x, _mode_position, d, keepdim, "mode", _ModeNode), out, "mode", x)
+
+
+register("mode", mode, family="sorting", integer_inputs=True, gradcheck=False,  # ties: no finite differences
+         samples=lambda rng: iter([Sample(rng.integers(0, 3, (3, 7)).astype(float)),
+                                   Sample(rng.integers(0, 2, (4, 3)).astype(float), 0, True),
+                                   Sample(rng.standard_normal(()))]))
 
 
 def _lower_median_position(data, d, ignore_nan):

@@ -35,6 +35,14 @@ def _lerp_backward(node, g, start, end, weight):
 _LerpNode = rec.node_class("LerpBackward", _lerp_backward)
 
 
+def _lerp_saved(a, b, w):
+    """A number weight needs no saved tensor (torch's lerp.Scalar saves none,
+    so its backward can run twice); a tensor weight keeps all three."""
+    if not is_tensor(w):
+        return (None, None, w)
+    return (rec.save(a), rec.save(b), rec.save(w))
+
+
 def _lerp(start, end, weight, inplace=False):
     a = require_tensor(start, "lerp")
     b = require_tensor(end, "lerp", "end")
@@ -53,7 +61,7 @@ def _lerp(start, end, weight, inplace=False):
             check_broadcasts_into(a, w)
         recording = rec.prepare_inplace(a, (b, w), dt)
         node = rec.connect(_LerpNode(), (a, b, w)) if recording else None
-        saved = (rec.save(a.clone()), rec.save(b), rec.save(w)) if node is not None else None
+        saved = _lerp_saved(a.clone() if is_tensor(w) else None, b, w) if node is not None else None
         a._data[...] = quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt))
         rec.finish_inplace(a, node)
         if node is not None:
@@ -62,7 +70,7 @@ def _lerp(start, end, weight, inplace=False):
     result = _wrap(np.asarray(quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt)), dt))
     if rec.needs_grad(a, b, w):
         node = rec.record(_LerpNode, (a, b, w), result)
-        node._saved = (rec.save(a), rec.save(b), rec.save(w))
+        node._saved = _lerp_saved(a, b, w)
     return result
 
 
@@ -97,6 +105,16 @@ _AddcmulNode = rec.node_class("AddcmulBackward", _addcmul_backward)
 _AddcdivNode = rec.node_class("AddcdivBackward", _addcdiv_backward)
 
 
+def _addc_saved(node, name, t1, t2):
+    """torch saves only what the wanted gradients read (tensor2 for tensor1's,
+    tensor1 -- and for addcdiv tensor2 -- for tensor2's), so a backward that
+    needs neither can run twice."""
+    need1, need2 = node.needs(1), node.needs(2)
+    keep1 = need2
+    keep2 = need1 or (need2 and name == "addcdiv")
+    return (rec.save(t1) if keep1 else None), (rec.save(t2) if keep2 else None)
+
+
 def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False):
     x = require_tensor(input, name)
     t1 = require_tensor(tensor1, name, "tensor1")
@@ -116,7 +134,7 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
         check_broadcasts_into(x, t2)
         recording = rec.prepare_inplace(x, (t1, t2), dt)
         node = rec.connect(node_cls(), (x, t1, t2)) if recording else None
-        saved = (rec.save(t1), rec.save(t2)) if node is not None else None
+        saved = _addc_saved(node, name, t1, t2) if node is not None else None
         x._data[...] = quietly(compute)
         rec.finish_inplace(x, node)
         if node is not None:
@@ -127,7 +145,7 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
     if rec.needs_grad(x, t1, t2):
         node = rec.record(node_cls, (x, t1, t2), result)
         node.value = value
-        node._saved = (rec.save(t1), rec.save(t2))
+        node._saved = _addc_saved(node, name, t1, t2)
     return result
 
 

@@ -294,8 +294,6 @@ OPEN = [
          any_of(cextend_raises("more than one element of the written-to tensor refers to a single memory"),
                 torch_raises("some elements of the input tensor and the written-to tensor refer to a single"),
                 cextend_raises("some elements of the input tensor and the written-to tensor refer to a single"))),
-    Open("D42", "the saved tensors differ: a second backward, or an in-place change before backward",
-         any_of(*[raises(text) for raises in (torch_raises, cextend_raises) for text in _SAVED])),
     Open("D48", "a value requiring grad written into an integer tensor through a slice (torch records history)",
          any_of(state(("requires_grad", "grad_fn is None"), code="] = "),
                 torch_raises("Autograd not support dtype"), cextend_raises("Autograd not support dtype"),
