@@ -252,10 +252,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError("Found dtype %s but expected %s" % (torch_name(t._data.dtype), torch_name(dt)))
     if dt.kind != "f":
         raise NotImplementedError("\"binary_cross_entropy\" not implemented for '%s'" % torch_name(dt))
-    data = x._data
-    if data.size and not np.all((data >= 0) & (data <= 1)):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    _check_probabilities(x._data, t._data)
     return _BCE(x, t, reduction, dt, extra=extra)
+
+
+def _check_probabilities(p, y):
+    """torch's kernel checks input then target at each element in turn (NaN
+    fails both): the first bad element decides which message is raised."""
+    bad_p = np.flatnonzero(~((p >= 0) & (p <= 1)))
+    bad_y = np.flatnonzero(~((y >= 0) & (y <= 1)))
+    if bad_p.size and (not bad_y.size or bad_p[0] <= bad_y[0]):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if bad_y.size:
+        raise RuntimeError("all elements of target should be between 0 and 1")
 
 
 def _broadcast_shape(target, weight):

@@ -1,0 +1,199 @@
+"""The nn family's disagreements with torch 2.13 found by the differential
+tester (DISAGREEMENTS.md, D61-D85), one test or a few each.
+
+Each test states torch's answer (worked out by hand, or from numpy in
+float64) and, when torch is installed, also runs the same program in torch
+and compares values, dtype and whether (and what) it raises.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import cextend as cx
+import cextend.nn.functional as cF
+
+try:
+    import torch
+    import torch.nn.functional as tF
+except ImportError:     # the comparisons with torch skip; the stated answers still run
+    torch = tF = None
+
+with_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 not installed: cross-check skipped")
+
+inf, nan = math.inf, math.nan
+
+
+def _array(t):
+    return np.asarray(t.detach().numpy())
+
+
+def _outcome(program, lib):
+    """('ok', array, dtype name) or ('raises', exception type name, message)."""
+    try:
+        result = program(lib)
+    except Exception as e:      # the type and message are what is compared
+        return ("raises", type(e).__name__, str(e))
+    return ("ok", _array(result), str(result.dtype).split(".")[-1])
+
+
+def _assert_same_outcome(program, rtol=1e-6):
+    """program(cextend) and program(torch) agree: values (NaN, inf and the
+    sign of zeros included), dtype, or the exception type and message."""
+    if torch is None:
+        return
+    ours, theirs = _outcome(program, cx), _outcome(program, torch)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "raises":
+        assert ours[1:] == theirs[1:]
+        return
+    assert ours[2] == theirs[2]
+    _assert_values(ours[1], theirs[1], rtol)
+
+
+def _assert_values(ours, expected, rtol=1e-6):
+    ours, expected = np.asarray(ours), np.asarray(expected)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=rtol, atol=0)
+    if ours.dtype.kind == "f":       # the sign of zeros (a NaN's sign bit means nothing)
+        zeros = expected == 0
+        assert np.array_equal(np.signbit(ours[zeros]), np.signbit(expected[zeros])), (ours, expected)
+
+
+# -- D61: hardtanh / relu6 refuse bool, and negative limits for unsigned types -------------------
+
+@pytest.mark.parametrize("call", [lambda F, x: F.relu6(x), lambda F, x: F.hardtanh(x),
+                                  lambda F, x: F.hardtanh(x, 0.0, 6.0), lambda F, x: F.relu6(x, inplace=True),
+                                  lambda F, x: F.hardtanh_(x)])
+def test_hardtanh_of_bool_raises(call):
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        call(cF, cx.tensor([True, False]))
+
+
+def test_hardtanh_of_unsigned_with_negative_limit_raises_and_integers_clamp():
+    with pytest.raises(RuntimeError, match="cannot do hardtanh on an unsigned type with negative limits"):
+        cF.hardtanh(cx.tensor([1, 2, 9], dtype=cx.uint8), -1.0, 6.5)
+    np.testing.assert_array_equal(cF.hardtanh(cx.tensor([1, 2, 9], dtype=cx.uint8), 0.0, 6.5).numpy(), [1, 2, 6])
+    np.testing.assert_array_equal(cF.relu6(cx.tensor([-3, 2, 9])).numpy(), [0, 2, 6])
+    # ATen truncates the limits toward zero for integer inputs (-0.5 -> 0, 0.5 -> 0, -1.5 -> -1).
+    np.testing.assert_array_equal(cF.hardtanh(cx.tensor([0, 1, 7], dtype=cx.uint8), -0.5, 6.5).numpy(), [0, 1, 6])
+    np.testing.assert_array_equal(cF.hardtanh(cx.tensor([-5, 0, 1, 7]), 0.5, 2.5).numpy(), [0, 0, 1, 2])
+    np.testing.assert_array_equal(cF.hardtanh(cx.tensor([-5, 0, 1, 7]), -1.5, -0.5).numpy(), [-1, 0, 0, 0])
+
+
+@with_torch
+@pytest.mark.parametrize("make", [lambda lib: lib.tensor([True, False]),
+                                  lambda lib: lib.tensor([1, 200, 9], dtype=lib.uint8),
+                                  lambda lib: lib.tensor([-4, 2, 9], dtype=lib.int32)])
+@pytest.mark.parametrize("bounds", [(-1.0, 1.0), (0.0, 6.0), (-0.5, 6.5), (0.5, 2.5), (-1.5, -0.5), (-3.0, -1.0)])
+def test_hardtanh_integer_and_bool_inputs_match_torch(make, bounds):
+    _assert_same_outcome(lambda lib: (cF if lib is cx else tF).hardtanh(make(lib), *bounds))
+
+
+# -- D64: gelu at +-inf and near float32's overflow ----------------------------------------------
+
+def test_gelu_at_infinities_follows_torchs_two_kernels():
+    # float32, contiguous, more than one element: torch's oneDNN kernel gives NaN at
+    # +inf and inf from 2**127 up (it doubles before halving); ATen's own kernel
+    # (float64, a single element, a strided view) gives inf there.  -inf is NaN in both.
+    big = float(np.float32(2.0 ** 127))
+    below = float(np.nextafter(np.float32(big), np.float32(0)))
+    x32 = cx.tensor([inf, -inf, big, below, 1.0, -0.0])
+    _assert_values(cF.gelu(x32).numpy(), np.array([nan, nan, inf, below, 0.8413447, -0.0], np.float32))
+    _assert_values(cF.gelu(x32.double()).numpy(), [inf, nan, big, below, 0.8413447460685429, -0.0])
+    _assert_values(cF.gelu(cx.tensor([inf])).numpy(), np.array([inf], np.float32))
+    _assert_values(cF.gelu(x32[::2]).numpy(), np.array([inf, big, 0.8413447], np.float32))
+    _assert_values(cF.gelu(x32, approximate="tanh").numpy()[:2], np.array([inf, nan], np.float32))
+
+
+def test_gelu_gradient_at_infinities_is_nan():
+    x = cx.tensor([inf, -inf, 3e38, 2.0], requires_grad=True)
+    cF.gelu(x).sum().backward()
+    phi = math.exp(-2.0) / math.sqrt(2 * math.pi)
+    _assert_values(x.grad.numpy(), np.array([nan, nan, 1.0, 0.5 * (1 + math.erf(2 / math.sqrt(2))) + 2 * phi],
+                                            np.float32))
+
+
+@with_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "single"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_special_values_match_torch(dtype, layout, approximate):
+    values = [inf, -inf, 3e38, -3e38, float(np.float32(2.0 ** 127)), nan, 0.0, -0.0, 40.0, -40.0]
+
+    def program(lib):
+        x = lib.tensor(values, dtype=getattr(lib, dtype))
+        x = {"contiguous": x, "strided": x[::2], "single": x[:1]}[layout]
+        return (cF if lib is cx else tF).gelu(x, approximate=approximate)
+    _assert_same_outcome(program, rtol=1e-5)
+
+
+# -- D65: binary_cross_entropy checks the target too ---------------------------------------------
+
+@pytest.mark.parametrize("x, y, bad", [(0.5, 1.5, "target"), (0.5, -0.5, "target"), (0.5, nan, "target"),
+                                       (nan, 0.5, "input"), (1.5, 1.5, "input"),
+                                       ([0.5, 2.0], [1.5, 0.5], "target"), ([2.0, 0.5], [0.5, 1.5], "input"),
+                                       ([0.5, 0.2], [0.5, inf], "target")])
+def test_binary_cross_entropy_out_of_range_raises_for_the_first_bad_element(x, y, bad):
+    with pytest.raises(RuntimeError, match="all elements of %s should be between 0 and 1" % bad):
+        cF.binary_cross_entropy(cx.tensor(x), cx.tensor(y))
+    _assert_same_outcome(lambda lib: (cF if lib is cx else tF).binary_cross_entropy(lib.tensor(x), lib.tensor(y)))
+
+
+def test_binary_cross_entropy_in_range_still_computes():
+    p, y = np.array([0.5, 0.2, 0.9]), np.array([0.5, 1.0, 0.0])
+    expected = -(y * np.log(p) + (1 - y) * np.log1p(-p)).mean()
+    got = cF.binary_cross_entropy(cx.tensor(p), cx.tensor(y)).item()
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+# -- D67: softmax of an empty integer tensor ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("shape, dim", [((0, 3), 1), ((0, 3), 0), ((3, 0), 1), ((3, 0), -1)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_of_an_empty_integer_tensor_returns_it(dtype, shape, dim, log):
+    x = cx.zeros(shape, dtype=getattr(cx, dtype))
+    y = (cx.log_softmax if log else cx.softmax)(x, dim)
+    assert y.dtype == x.dtype and tuple(y.shape) == shape
+
+    def program(lib):
+        return (lib.log_softmax if log else lib.softmax)(lib.zeros(shape, dtype=getattr(lib, dtype)), dim)
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_softmax_of_a_nonempty_integer_tensor_still_raises(dtype):
+    with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
+        cx.softmax(cx.zeros(2, dtype=getattr(cx, dtype)), 0)
+    _assert_same_outcome(lambda lib: lib.softmax(lib.zeros(2, dtype=getattr(lib, dtype)), 0))
+
+
+# -- D73: dropout with p=1 multiplies by a zero of the input's dtype ------------------------------
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+@pytest.mark.filterwarnings("ignore:dropout2d")
+@pytest.mark.parametrize("form", ["dropout", "dropout_inplace", "dropout1d", "dropout2d", "transposed"])
+def test_dropout_of_integers_with_p_one_is_zero(dtype, form):
+    def program(lib):
+        F = cF if lib is cx else tF
+        x = lib.tensor([1, 0, 2]).to(getattr(lib, dtype))
+        if form == "dropout":
+            return F.dropout(x, 1.0)
+        if form == "dropout_inplace":
+            return F.dropout(x.clone(), 1.0, inplace=True)
+        if form == "dropout1d":
+            return F.dropout1d(x.reshape(1, 3), 1.0)
+        if form == "dropout2d":
+            return F.dropout2d(x.reshape(1, 1, 3), 1.0)
+        return F.dropout(x.reshape(3, 1).t(), 1.0)
+    result = program(cx)
+    assert result.dtype == getattr(cx, dtype)
+    assert not _array(result).any()
+    _assert_same_outcome(program)
+
+
+def test_dropout_of_integers_with_fractional_p_still_raises():
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        cF.dropout(cx.tensor([1, 2]), 0.5)
+    np.testing.assert_array_equal(cF.dropout(cx.tensor([1, 2]), 0.5, training=False).numpy(), [1, 2])
