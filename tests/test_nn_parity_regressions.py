@@ -197,3 +197,104 @@ def test_dropout_of_integers_with_fractional_p_still_raises():
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
         cF.dropout(cx.tensor([1, 2]), 0.5)
     np.testing.assert_array_equal(cF.dropout(cx.tensor([1, 2]), 0.5, training=False).numpy(), [1, 2])
+
+
+# -- D74: kl_div's target gradient masks log(target) where target <= 0 ----------------------------
+
+def test_kl_div_target_gradient_is_zero_under_a_zero_incoming_gradient():
+    # torch's xlogy derivative: xlogy(grad, t) masked to 0 where t == 0 and t <= 0;
+    # with grad = 0, xlogy(0, -0.625) = 0 (not 0 * NaN), so the gradient is 0.
+    t = cx.tensor([-0.625, 0.5], requires_grad=True)
+    loss = cF.kl_div(cx.tensor([-0.25, 0.5]), t, reduction="sum")
+    (loss * 0).backward()
+    _assert_values(t.grad.numpy(), np.array([0.0, 0.0], np.float32))
+
+
+def test_kl_div_target_gradient_where_log_is_undefined():
+    # d/dt [t log t - t x] = log t + 1 - x: NaN for t < 0; at t == 0 the xlogy term's
+    # self-gradient is masked to 0 but its other-gradient g * t / t = 0/0 is NaN.
+    x = np.array([-0.25, 0.5, 1.0, 0.75])
+    t = cx.tensor([-0.625, 0.0, 2.0, 0.5], dtype=cx.float64, requires_grad=True)
+    cF.kl_div(cx.tensor(x), t, reduction="sum").backward()
+    tt = np.array([-0.625, 0.0, 2.0, 0.5])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where(tt > 0, np.log(np.where(tt > 0, tt, 1)) + 1 - x, np.nan)
+    _assert_values(t.grad.numpy(), expected, rtol=1e-12)
+
+
+@with_torch
+@pytest.mark.parametrize("target", [[-0.625, 0.5], [0.0, 0.5], [-0.0, 2.0], [inf, 1.0], [nan, 1.0], [-inf, 1.0],
+                                    [0.25, 0.5]])
+@pytest.mark.parametrize("scale", [0.0, 1.0])
+@pytest.mark.parametrize("reduction", ["sum", "none", "batchmean"])
+def test_kl_div_gradients_match_torch(target, scale, reduction):
+    def grads(lib):
+        F = cF if lib is cx else tF
+        t = lib.tensor(target, requires_grad=True)
+        x = lib.tensor([-0.25, 0.5], requires_grad=True)
+        (F.kl_div(x, t, reduction=reduction) * scale).sum().backward()
+        return _array(t.grad), _array(x.grad)
+    for ours, theirs in zip(grads(cx), grads(torch)):
+        _assert_values(ours, theirs)
+
+
+# -- D81: nll_loss / cross_entropy skip ignored rows -------------------------------------------
+
+def test_cross_entropy_ignores_infinite_logits_in_ignored_rows():
+    logits = np.array([[-inf, 0.1875, 0.6875], [0.6875, 0.375, -0.9375]])
+    x = cx.tensor(logits, dtype=cx.float64, requires_grad=True)
+    loss = cF.cross_entropy(x, cx.tensor([1, 2]), ignore_index=1)
+    row = logits[1]
+    log_softmax = row - np.log(np.exp(row).sum())
+    assert loss.item() == pytest.approx(-log_softmax[2], rel=1e-14)
+    loss.backward()
+    grad = np.zeros_like(logits)
+    grad[1] = np.exp(log_softmax) - np.eye(3)[2]
+    _assert_values(x.grad.numpy(), grad, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction, expected", [("none", [0.0, -2.0, 0.0]), ("sum", -2.0), ("mean", -2.0)])
+def test_nll_loss_ignored_rows_add_plus_zero_and_get_no_gradient(reduction, expected):
+    x = cx.tensor([[inf, 1.0], [nan, 2.0], [-inf, 3.0]], requires_grad=True)
+    loss = cF.nll_loss(x, cx.tensor([-100, 1, -100]), reduction=reduction)
+    _assert_values(loss.detach().numpy(), np.array(expected, np.float32))
+    (loss * inf).sum().backward()       # an infinite incoming gradient does not reach ignored rows
+    _assert_values(x.grad.numpy(), np.array([[0, 0], [0, -inf], [0, 0]], np.float32))
+
+
+def test_nll_loss_sums_negative_zeros_to_plus_zero_and_mean_over_zero_weight_is_nan():
+    x = cx.tensor([[0.0, 1.0], [0.0, 2.0]], requires_grad=True)
+    _assert_values(cF.nll_loss(x, cx.tensor([0, 0]), reduction="sum").detach().numpy(), np.float32(0.0))
+    loss = cF.nll_loss(x, cx.tensor([0, 1]), weight=cx.zeros(2), reduction="mean")
+    loss.backward()
+    # -(g / 0) * 0 at the picks, as torch's kernel computes it
+    _assert_values(x.grad.numpy(), np.array([[nan, 0], [0, nan]], np.float32))
+
+
+@with_torch
+@pytest.mark.parametrize("shape, target_shape", [((3,), ()), ((4, 3), (4,)), ((2, 3, 5), (2, 5)),
+                                                 ((2, 3, 2, 3), (2, 2, 3))])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weight", [None, [0.5, 0.0, 2.0]])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.25])
+def test_nll_loss_and_cross_entropy_with_infinities_match_torch(shape, target_shape, reduction, weight,
+                                                                label_smoothing):
+    rng = np.random.default_rng(sum(shape))
+    values = rng.standard_normal(shape)
+    values.flat[::7] = -inf
+    values.flat[-1] = nan
+    target = rng.integers(0, 3, target_shape)
+    target.flat[::2] = 1
+
+    def run(lib):
+        F = cF if lib is cx else tF
+        x = lib.tensor(values, requires_grad=True)
+        w = None if weight is None else lib.tensor(weight, dtype=lib.float64)
+        t = lib.tensor(target)
+        nll = F.nll_loss(x, t, weight=w, ignore_index=1, reduction=reduction)
+        (grad,) = lib.autograd.grad(nll.sum(), x)
+        ce = F.cross_entropy(x, t, weight=w, ignore_index=1, reduction=reduction, label_smoothing=label_smoothing)
+        ce.sum().backward()
+        return _array(nll), _array(grad), _array(ce), _array(x.grad)
+    for ours, theirs in zip(run(cx), run(torch)):
+        _assert_values(ours, theirs, rtol=1e-12)

@@ -341,8 +341,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # -- kl_div (composite in torch) --------------------------------------------------------------
 
 def _xlogy_backward(node, g, x, y):
-    grad_x = g * _xlogy((x != 0).to(x.dtype), y) if node.needs(0) else None
-    grad_y = g * x / y if node.needs(1) else None
+    # torch's derivatives.yaml: xlogy(grad, other) masked to 0 where self == 0 and
+    # other <= 0, so a zero incoming gradient gives 0 even where log(other) is NaN.
+    grad_x = grad_y = None
+    if node.needs(0):
+        from cextend._ops.arithmetic import where
+        grad_x = where((x == 0).logical_and(y <= 0), 0.0, _xlogy(g, y))
+    if node.needs(1):
+        grad_y = g * x / y
     return grad_x, grad_y
 
 
