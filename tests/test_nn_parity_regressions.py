@@ -298,3 +298,48 @@ def test_nll_loss_and_cross_entropy_with_infinities_match_torch(shape, target_sh
         return _array(nll), _array(grad), _array(ce), _array(x.grad)
     for ours, theirs in zip(run(cx), run(torch)):
         _assert_values(ours, theirs, rtol=1e-12)
+
+
+# -- D72 and D85: where torch's backward raises by a torch bug, cextend differentiates ---------------
+# (documented deviations: tests/difftest/allowlist.ALLOWED and the README)
+
+@pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float32", "float64")])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_huber_loss_of_mixed_float_dtypes_differentiates_each_operand_in_its_dtype(dtypes, reduction):
+    xs, ts, delta = np.array([1.0, 2.0, -3.0]), np.array([0.5, 1.0, 1.0]), 1.5
+    x = cx.tensor(xs, dtype=getattr(cx, dtypes[0]), requires_grad=True)
+    t = cx.tensor(ts, dtype=getattr(cx, dtypes[1]), requires_grad=True)
+    loss = cF.huber_loss(x, t, reduction=reduction, delta=delta)
+    assert loss.dtype == x.dtype        # torch's forward: the input's dtype
+    loss.sum().backward()
+    scale = 1 / xs.size if reduction == "mean" else 1.0
+    expected = np.clip(xs - ts, -delta, delta) * scale
+    assert x.grad.dtype == x.dtype and t.grad.dtype == t.dtype
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(t.grad.numpy(), -expected, rtol=1e-6)
+    if torch is not None:       # torch's own answer for the same operands: delta * smooth_l1_loss(beta=delta)
+        tx = torch.tensor(xs, dtype=getattr(torch, dtypes[0]), requires_grad=True)
+        tt = torch.tensor(ts, dtype=getattr(torch, dtypes[1]), requires_grad=True)
+        (tF.smooth_l1_loss(tx, tt, reduction=reduction, beta=delta) * delta).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_nll_loss_backward_of_a_permuted_4d_input(reduction):
+    values = np.array([[[[2.0, -2.5], [-2.0, 2.25]], [[0.75, -2.5], [-0.25, 2.0]]]])
+    target = np.array([[[0, 0], [1, 0]]])
+    x = cx.tensor(values, requires_grad=True)
+    loss = cF.nll_loss(x.transpose(-1, -2), cx.tensor(target), reduction=reduction)
+    loss.sum().backward()
+    # d/dx of -x^T[n, t, h, w] (mean: over the 4 targets): -1 (or -1/4) at each pick, transposed back
+    picks = np.zeros((1, 2, 2, 2))
+    for h in range(2):
+        for w in range(2):
+            picks[0, target[0, h, w], h, w] = -1.0
+    expected = picks.transpose(0, 1, 3, 2) / (4 if reduction == "mean" else 1)
+    _assert_values(x.grad.numpy(), expected.astype(np.float32))
+    if torch is not None:       # torch raises here; its gradient for the contiguous copy is the answer
+        tx = torch.tensor(values, requires_grad=True)
+        tF.nll_loss(tx.transpose(-1, -2).contiguous(), torch.tensor(target), reduction=reduction).sum().backward()
+        _assert_values(x.grad.numpy(), tx.grad.numpy())

@@ -88,6 +88,25 @@ def _write_into_autograd_grad(code, torch_error, cextend_error, history):
     return _root(target.strip()) in _names_from_autograd_grad(history)
 
 
+def _backward_through(*calls):
+    """torch raised in a backward (or autograd.grad) whose graph holds one of calls, cextend did not."""
+    def matches(code, torch_error, cextend_error, history):
+        return (cextend_error is None and torch_error is not None
+                and any(b in code for b in ("backward(", "autograd.grad("))
+                and any(c in s.code for s in history for c in calls))
+    return matches
+
+
+def _huber_mixed_dtypes(code, torch_error, cextend_error, history):
+    return (_backward_through("call_huber_loss")(code, torch_error, cextend_error, history)
+            and re.search(r"Found dtype (Float|Double) but expected (Float|Double)", str(torch_error)) is not None)
+
+
+def _nll_loss_permuted_input(code, torch_error, cextend_error, history):
+    return (_backward_through("call_nll_loss")(code, torch_error, cextend_error, history)
+            and "grad_input must be contiguous" in str(torch_error))
+
+
 ALLOWED = [
     Deviation("loss.data[0]",
               "x[0] on a 0-d tensor returns x (torch 0.4's legacy spelling, with its warning), so "
@@ -105,6 +124,18 @@ ALLOWED = [
               "no_grad (the gradient of sum() is a broadcast scalar), so an in-place op on the result "
               "raises in torch; cextend returns ordinary tensors, which can be written",
               _write_into_autograd_grad),
+    # D72 in DISAGREEMENTS.md (a torch bug: its forward promotes, its backward kernel does not).
+    Deviation("huber_loss of mixed float dtypes",
+              "huber_loss of a float64 input and a float32 target (or the reverse) computes in both; "
+              "torch's backward then raises 'Found dtype Float but expected Double' (smooth_l1_loss and "
+              "mse_loss differentiate the same operands); cextend returns each operand's gradient in "
+              "its own dtype, as smooth_l1_loss's", _huber_mixed_dtypes),
+    # D85 in DISAGREEMENTS.md (a torch bug: nll_loss2d's backward makes grad_input with the
+    # input's strides, then requires it contiguous).
+    Deviation("nll_loss backward of a permuted 4-d input",
+              "nll_loss over a 4-d input whose strides are permuted (e.g. x.transpose(-1, -2)) computes "
+              "in both; torch's backward then raises 'grad_input must be contiguous'; cextend returns "
+              "the gradient (the one torch gives for x.contiguous())", _nll_loss_permuted_input),
 ]
 
 
@@ -359,8 +390,6 @@ OPEN = [
     Open("D70", "conv and pooling on integer tensors raise",
          cextend_raises("input must be float32 or float64, got int")),
     Open("D71", "polygamma(2, inf): torch NaN", state("values", code="polygamma")),
-    Open("D72", "huber_loss of mixed float dtypes: torch's backward raises",
-         _all_of(torch_raises("Found dtype"), _history_has("call_huber_loss", "call_smooth_l1_loss"))),
     Open("D75", "addcdiv_ with an integer divisor: torch's backward raises",
          _all_of(torch_raises("can't be cast to the desired output type"), _history_has("addcdiv"))),
     Open("D76", "backward(inputs=[unrelated]) from a root that retains its grad: torch fills root.grad",
@@ -374,8 +403,6 @@ OPEN = [
          _all_of(state("values", path=".grad"), _history_has("] = "), _nan_where_torch_is_finite)),
     Open("D84", "index_fill of an infinity into an integer tensor",
          _all_of(torch_raises("without overflow"), lambda f: "index_fill" in f.stmt.code)),
-    Open("D85", "nll_loss over a non-contiguous 4-d input: torch's backward raises (a torch bug)",
-         torch_raises("grad_input must be contiguous")),
     Open("D86", "retained .grad of a custom Function's outputs after an in-place op on a sibling",
          _all_of(state("type", path=".grad"), _history_has("inputs=["), _history_has(".apply("))),
     Open("D87", "lerp_ does not check that the result keeps self's shape",
