@@ -343,3 +343,56 @@ def test_nll_loss_backward_of_a_permuted_4d_input(reduction):
         tx = torch.tensor(values, requires_grad=True)
         tF.nll_loss(tx.transpose(-1, -2).contiguous(), torch.tensor(target), reduction=reduction).sum().backward()
         _assert_values(x.grad.numpy(), tx.grad.numpy())
+
+
+# -- D77: batch_norm folds weight and statistics into a scale and a shift -----------------------------
+
+def _batch_norm_reference(x, weight, bias, training, running_mean, running_var, eps):
+    """torch's CPU form: alpha = invstd * w, beta = b - mean * alpha, y = x * alpha + beta (float64)."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        mean = x.mean(axis=axes)
+        invstd = 1 / np.sqrt(x.var(axis=axes) + eps)
+    else:
+        mean, invstd = running_mean, 1 / np.sqrt(running_var + eps)
+    with np.errstate(invalid="ignore"):
+        alpha = invstd * weight
+        beta = bias - mean * alpha
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        return x * alpha.reshape(shape) + beta.reshape(shape)
+
+
+@pytest.mark.parametrize("weight, bias", [([0.25, -inf], [0.25, -0.5]), ([inf, 1.0], [-inf, inf]),
+                                          ([0.0, nan], [inf, 0.0]), ([1.0, 1.0], [inf, -inf]),
+                                          ([0.5, -1.5], [0.25, 2.0])])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_with_infinite_affine_terms(weight, bias, training, dtype):
+    x = np.array([[[[2.75, -2.25]], [[0.5, -2.5]]], [[[-0.75, 2.25]], [[-1.75, -0.0]]]])
+    running_mean, running_var = np.array([0.5, -0.25]), np.array([2.0, 0.5])
+    expected = _batch_norm_reference(x, np.array(weight), np.array(bias), training, running_mean, running_var, 1e-5)
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        dt = getattr(lib, dtype)
+        return F.batch_norm(lib.tensor(x, dtype=dt), lib.tensor(running_mean, dtype=dt),
+                            lib.tensor(running_var, dtype=dt), lib.tensor(weight, dtype=dt),
+                            lib.tensor(bias, dtype=dt), training=training, momentum=0.0)
+    got = _array(program(cx))
+    np.testing.assert_allclose(got, expected.astype(dtype), rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+    _assert_same_outcome(program, rtol=1e-5)
+
+
+@pytest.mark.parametrize("training, eps, message", [(True, 0.0, "positive during training"),
+                                                     (True, -1e-5, "positive during training"),
+                                                     (False, -1e-5, "non-negative")])
+def test_batch_norm_eps_checks(training, eps, message):
+    def program(lib):
+        F = cF if lib is cx else tF
+        return F.batch_norm(lib.ones(2, 2, 1, 1), lib.zeros(2), lib.ones(2), training=training, eps=eps)
+    with pytest.raises(ValueError, match=message):
+        program(cx)
+    _assert_same_outcome(program)
+    if not training:    # eps = 0 in evaluation is allowed: 1 / sqrt(running_var)
+        y = cF.batch_norm(cx.ones(2, 2, 1, 1), cx.zeros(2), cx.full((2,), 4.0), eps=0.0)
+        _assert_values(y.numpy(), np.full((2, 2, 1, 1), 0.5, np.float32))

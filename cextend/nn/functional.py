@@ -153,6 +153,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and input.shape[0] * math.prod(input.shape[2:]) == 1:
         raise ValueError("Expected more than 1 value per channel when training, got input size %s"
                          % (input.shape,))
+    if training and eps <= 0.0:
+        raise ValueError("batch_norm eps must be positive during training, but got %s" % (eps,))
+    if eps < 0.0:
+        raise ValueError("batch_norm eps must be non-negative, but got %s" % (eps,))
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     return _BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)

@@ -383,7 +383,6 @@ OPEN = [
     Open("D69", "avg_pool2d's backward is not differentiable: the .grad under create_graph has no history "
                 "(and conv_transpose2d's weight gradient)",
          state(("requires_grad", "grad_fn is None"), code="create_graph=True")),
-    Open("D77", "batch_norm with an infinite weight", state("values", code="call_batch_norm")),
     Open("D78", "float32 tanh near 1 (numpy's is 1 ulp below torch's 1.0), amplified by atanh",
          _all_of(state("values", code="atanh"), _history_has("tanh("))),
     Open("D79", "repeat_interleave's result is a view in torch", torch_raises("Can't detach views in-place")),
