@@ -396,3 +396,199 @@ def test_batch_norm_eps_checks(training, eps, message):
     if not training:    # eps = 0 in evaluation is allowed: 1 / sqrt(running_var)
         y = cF.batch_norm(cx.ones(2, 2, 1, 1), cx.zeros(2), cx.full((2,), 4.0), eps=0.0)
         _assert_values(y.numpy(), np.full((2, 2, 1, 1), 0.5, np.float32))
+
+
+# -- D70: convolution and pooling of integer tensors ----------------------------------------------
+
+_CONV_CASES = [dict(), dict(padding=1), dict(stride=2, padding=(1, 0)), dict(dilation=2, padding="same"),
+               dict(groups=2), dict(stride=(1, 2), dilation=(2, 1), padding=2, groups=2), dict(padding="valid")]
+
+
+def _int_operands(rng, x_shape, w_shape, dtype, low=-9, high=10):
+    x = rng.integers(low, high, x_shape)
+    w = rng.integers(low, high, w_shape)
+    return x, w, rng.integers(low, high, w_shape[0])
+
+
+@pytest.mark.parametrize("case", _CONV_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_conv2d_of_integers_computes_in_the_input_dtype(case, dtype, with_bias):
+    if dtype != "int64" and case.get("dilation", 1) != 1:
+        with pytest.raises(NotImplementedError, match="slow_conv_dilated"):
+            cF.conv2d(cx.ones(1, 4, 7, 6, dtype=getattr(cx, dtype)), cx.ones(4, 4 // case.get("groups", 1), 3, 2,
+                                                                              dtype=getattr(cx, dtype)), **case)
+        return
+    rng = np.random.default_rng(7)
+    x, w, b = _int_operands(rng, (3, 4, 7, 6), (4, 4 // case.get("groups", 1), 3, 2), dtype,
+                            low=0 if dtype == "uint8" else -9)
+    b = b if with_bias else None
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        dt = getattr(lib, dtype)
+        return F.conv2d(lib.tensor(x, dtype=dt), lib.tensor(w, dtype=dt),
+                        None if b is None else lib.tensor(b, dtype=dt), **case)
+    got = program(cx)
+    assert got.dtype == getattr(cx, dtype)
+    # independent reference: the float64 kernel on the same values (exact for these small integers), wrapped
+    exact = cF.conv2d(cx.tensor(x, dtype=cx.float64), cx.tensor(w, dtype=cx.float64),
+                      None if b is None else cx.tensor(b, dtype=cx.float64), **case).numpy()
+    np.testing.assert_array_equal(got.numpy(), exact.astype(np.int64).astype(dtype))
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_conv1d_of_integers(dtype):
+    def program(lib):
+        F = cF if lib is cx else tF
+        dt = getattr(lib, dtype)
+        return F.conv1d(lib.tensor([[[0, -3, 2, 7, -5]]]).to(dt), lib.tensor([[[2, 6]]]).to(dt),
+                        lib.tensor([3]).to(dt), padding=1, stride=2)
+    if dtype == "bool":
+        with pytest.raises(NotImplementedError, match="\"slow_conv2d_cpu\" not implemented for 'Bool'"):
+            program(cx)
+    elif dtype == "int64":
+        np.testing.assert_array_equal(program(cx).numpy(), [[[3, 9, -13]]])    # 3 + 6*0, 3 + 2*(-3) + 6*2, ...
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("case", [dict(), dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2),
+                                  dict(stride=(2, 1), padding=(0, 1), output_padding=(1, 0))])
+def test_conv_transpose2d_of_int64_is_the_adjoint_of_conv2d(case):
+    rng = np.random.default_rng(3)
+    x = rng.integers(-9, 10, (2, 4, 4, 5))
+    w = rng.integers(-9, 10, (4, 3, 3, 2))
+    b = rng.integers(-9, 10, 3 * case.get("groups", 1))
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        return F.conv_transpose2d(lib.tensor(x), lib.tensor(w), lib.tensor(b), **case)
+    got = program(cx)
+    assert got.dtype == cx.int64
+    exact = cF.conv_transpose2d(cx.tensor(x, dtype=cx.float64), cx.tensor(w, dtype=cx.float64),
+                                cx.tensor(b, dtype=cx.float64), **case).numpy()
+    np.testing.assert_array_equal(got.numpy(), exact.astype(np.int64))
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("dtype, kernel", [("int32", "slow_conv_transpose2d_out_cpu"),
+                                           ("uint8", "slow_conv_transpose2d_out_cpu")])
+def test_conv_transpose2d_of_other_integers_raises(dtype, kernel):
+    def program(lib):
+        F = cF if lib is cx else tF
+        dt = getattr(lib, dtype)
+        return F.conv_transpose2d(lib.ones(1, 1, 2, 2, dtype=dt), lib.ones(1, 1, 2, 2, dtype=dt))
+    with pytest.raises(NotImplementedError, match=kernel):
+        program(cx)
+    _assert_same_outcome(program)
+
+
+_POOL_CASES = [dict(kernel_size=2), dict(kernel_size=2, stride=1), dict(kernel_size=3, stride=2, padding=1),
+               dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), ceil_mode=True), dict(kernel_size=2, ceil_mode=True)]
+
+
+@pytest.mark.parametrize("case", _POOL_CASES + [dict(kernel_size=2, stride=1, dilation=2, padding=1)])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_max_pool2d_of_integers_picks_the_first_maximum(case, dtype):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0 if dtype == "uint8" else -4, 5, (2, 3, 7, 6))     # many ties
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        values, indices = F.max_pool2d(lib.tensor(x, dtype=getattr(lib, dtype)), return_indices=True, **case)
+        return values, indices
+    values, indices = program(cx)
+    assert values.dtype == getattr(cx, dtype) and indices.dtype == cx.int64
+    ref_values, ref_indices = cF.max_pool2d(cx.tensor(x, dtype=cx.float64), return_indices=True, **case)
+    np.testing.assert_array_equal(values.numpy(), ref_values.numpy().astype(dtype))
+    np.testing.assert_array_equal(indices.numpy(), ref_indices.numpy())
+    if torch is not None:
+        theirs = program(torch)
+        np.testing.assert_array_equal(values.numpy(), theirs[0].numpy())
+        np.testing.assert_array_equal(indices.numpy(), theirs[1].numpy())
+
+
+@pytest.mark.parametrize("case", _POOL_CASES)
+@pytest.mark.parametrize("extra", [dict(), dict(count_include_pad=False), dict(divisor_override=3)])
+def test_avg_pool2d_of_int64_truncates_toward_zero(case, extra):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-50, 50, (2, 3, 7, 6))
+
+    def program(lib):
+        return (cF if lib is cx else tF).avg_pool2d(lib.tensor(x), **case, **extra)
+    got = program(cx)
+    assert got.dtype == cx.int64
+    exact = cF.avg_pool2d(cx.tensor(x, dtype=cx.float64), **case, **extra).numpy()
+    np.testing.assert_array_equal(got.numpy(), np.trunc(np.round(exact, 9)).astype(np.int64))
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"])
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
+def test_pooling_refusals_of_integer_dtypes(op, dtype):
+    if op == "max_pool2d" and dtype != "bool":
+        return      # computes (tested above)
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        return getattr(F, op)(lib.ones(1, 1, 4, 4, dtype=getattr(lib, dtype)), 2)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        program(cx)
+    _assert_same_outcome(program)
+
+
+@pytest.mark.parametrize("x_dtype, w_dtype, b_dtype", [("int64", "float32", None), ("float64", "float32", "float32"),
+                                                       ("float64", "float64", "float32"), ("int64", "int64", "float32"),
+                                                       ("float32", "float32", "int64")])
+def test_conv2d_dtype_mismatches_raise_torchs_errors(x_dtype, w_dtype, b_dtype):
+    def program(lib):
+        F = cF if lib is cx else tF
+        return F.conv2d(lib.ones(1, 1, 3, 3, dtype=getattr(lib, x_dtype)), lib.ones(1, 1, 2, 2, dtype=getattr(lib, w_dtype)),
+                        None if b_dtype is None else lib.ones(1, dtype=getattr(lib, b_dtype)))
+    with pytest.raises(RuntimeError, match="should be the same|expected scalar type"):
+        program(cx)
+    _assert_same_outcome(program)
+
+
+# -- D66: conv_transpose2d adds a bias of another dtype as torch's slow path does ---------------------
+
+@pytest.mark.parametrize("x_dtype, b_dtype", [("float64", "float32"), ("float32", "float64"), ("float32", "int64"),
+                                              ("float32", "bool"), ("int64", "float32")])
+@pytest.mark.parametrize("batch", [None, 1, 2])
+def test_conv_transpose2d_with_a_bias_of_another_dtype(x_dtype, b_dtype, batch):
+    rng = np.random.default_rng(2)
+    shape = (3, 4, 4) if batch is None else (batch, 3, 4, 4)
+    x = rng.integers(-3, 4, shape).astype(np.float64) / 4
+    w = rng.integers(-3, 4, (3, 2, 3, 3)).astype(np.float64) / 4
+    b = np.array([1 / 3, -2.0])
+
+    def program(lib):
+        F = cF if lib is cx else tF
+        xd = getattr(lib, x_dtype)
+        return F.conv_transpose2d(lib.tensor(x).to(xd), lib.tensor(w).to(xd), lib.tensor(b).to(getattr(lib, b_dtype)),
+                                  stride=2, padding=1, output_padding=1)
+    oneDNN = x_dtype == "float32" and batch == 2
+    if oneDNN or x_dtype == "int64":
+        with pytest.raises(RuntimeError, match="should be the same or input should be a MKLDNN|can't be cast"):
+            program(cx)
+    else:
+        got = program(cx)
+        assert got.dtype == getattr(cx, x_dtype)
+        bias = np.asarray(cx.tensor(b).to(getattr(cx, b_dtype)).numpy(), np.float64)
+        plain = cF.conv_transpose2d(cx.tensor(x), cx.tensor(w), None, stride=2, padding=1, output_padding=1).numpy()
+        expected = (plain + bias.reshape(-1, 1, 1)).astype(x_dtype)       # one rounding, in the output's dtype
+        np.testing.assert_array_equal(got.numpy(), expected)
+    _assert_same_outcome(program)
+
+
+def test_conv_transpose2d_gradient_of_a_bias_of_another_dtype_keeps_its_dtype():
+    x = cx.ones(1, 1, 2, 2, dtype=cx.float64, requires_grad=True)
+    w = cx.ones(1, 2, 2, 2, dtype=cx.float64, requires_grad=True)
+    b = cx.tensor([0.5, -1.0], requires_grad=True)
+    y = cF.conv_transpose2d(x, w, b)
+    assert y.dtype == cx.float64
+    y.sum().backward()
+    assert b.grad.dtype == cx.float32
+    np.testing.assert_array_equal(b.grad.numpy(), [9.0, 9.0])      # 3x3 output positions per channel
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((1, 1, 2, 2), 8.0))
