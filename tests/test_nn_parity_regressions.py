@@ -592,3 +592,22 @@ def test_conv_transpose2d_gradient_of_a_bias_of_another_dtype_keeps_its_dtype():
     assert b.grad.dtype == cx.float32
     np.testing.assert_array_equal(b.grad.numpy(), [9.0, 9.0])      # 3x3 output positions per channel
     np.testing.assert_array_equal(x.grad.numpy(), np.full((1, 1, 2, 2), 8.0))
+
+
+# -- D82: linear with a bias of another dtype (a documented deviation) ------------------------------
+
+@pytest.mark.parametrize("layout", ["contiguous", "expanded", "sliced", "2-d transposed", "3-d permuted"])
+@pytest.mark.parametrize("bias_expanded", [False, True])
+def test_linear_with_a_bias_of_another_dtype_raises_for_every_layout(layout, bias_expanded):
+    def operands(lib):
+        x = {"contiguous": lib.full((4,), -0.625), "expanded": lib.tensor([-0.625]).expand(4),
+             "sliced": lib.arange(8.0)[::2], "2-d transposed": lib.ones(4, 2).t(),
+             "3-d permuted": lib.ones(2, 4, 3).transpose(1, 2)}[layout]
+        bias = (lib.tensor([-0.25], dtype=lib.float64).expand(3) if bias_expanded
+                else lib.tensor([-0.25, 0.5, 1.0], dtype=lib.float64))
+        return x, lib.ones(4, 3).t(), bias
+    with pytest.raises(RuntimeError):
+        cF.linear(*operands(cx))
+    if torch is not None and not bias_expanded and layout in ("contiguous", "2-d transposed"):
+        with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype"):
+            tF.linear(*operands(torch))
