@@ -172,3 +172,18 @@ def test_unspecified_choices_cover_only_the_index_output():
     assert allowlist.unspecified(Finding(0, stmt, "state", differences=at_values)) is None
     other_op = Finding(0, Stmt("v1 = v0.max(0)", "op", "max"), "state", differences=at_index)
     assert allowlist.unspecified(other_op) is None
+
+
+def test_padded_convolutions_steer_clear_of_non_finite_operands():
+    # D62: torch's kernels disagree among themselves on 0 * inf from the padding.
+    from difftest.generator import Gen
+    from difftest.ops import steer_clear
+    ns = {"torch": torch, "x": torch.ones(2, 1, 3), "w": torch.tensor([[[1.0, 1.0, -float("inf")]]]),
+          "v": torch.ones(1, 1, 3)}
+    gen = Gen(np.random.default_rng(0), ns)
+    assert not steer_clear(gen, "conv1d", ["x", "w"], {"padding": 1})
+    assert steer_clear(gen, "conv1d", ["x", "w"], {"padding": 0})        # no padding: no 0 * inf
+    assert steer_clear(gen, "conv1d", ["x", "w"], {})
+    assert steer_clear(gen, "conv1d", ["x", "v"], {"padding": 1})        # finite operands
+    assert not steer_clear(gen, "conv_transpose2d", ["x", "w"], {"output_padding": 1})
+    assert steer_clear(gen, "max_pool2d", ["w"], {"padding": 1})

@@ -146,7 +146,8 @@ def _softmax_like(input, dim, dtype, log, name):
     d = _dim(dim, x._data.ndim)
     ndim = x._data.ndim
     kernel = "%s_lastdim_kernel_impl" if d == max(ndim, 1) - 1 else "%s_kernel_impl"
-    require_float(x, kernel % name)
+    if x._data.size:        # torch returns an empty input of any dtype before its kernel's dispatch
+        require_float(x, kernel % name)
     data = x._data.reshape(1) if ndim == 0 else x._data
     out = quietly(_softmax_array, data, d, log)
     out = out.reshape(()) if ndim == 0 else out
@@ -198,7 +199,22 @@ def _gelu_backward(node, g, x):
     return g * (cdf + x * pdf)
 
 
-_GELU = Activation("gelu", "GeluKernelImpl", _float_compute(_gelu_compute), _gelu_backward)
+_GELU_FLOAT_COMPUTE = _float_compute(_gelu_compute)
+_FLOAT32_HALF_MAX = np.float32(2.0 ** 127)
+
+
+def _gelu_dispatch(a, approximate):
+    """torch sends a contiguous float32 input of more than one element with
+    approximate='none' to oneDNN, whose gelu computes x * (1 + erf) before
+    halving (inf from 2**127 up) and gives NaN at +inf; every other input
+    takes ATen's kernel (inf at +inf).  Match both."""
+    out = _GELU_FLOAT_COMPUTE(a, approximate=approximate)
+    if approximate == "none" and a.dtype == np.float32 and a.size > 1 and a.flags.c_contiguous:
+        out = np.where(a >= _FLOAT32_HALF_MAX, np.where(a == np.inf, np.float32(np.nan), np.float32(np.inf)), out)
+    return out
+
+
+_GELU = Activation("gelu", "GeluKernelImpl", _gelu_dispatch, _gelu_backward)
 
 
 def gelu(input, approximate="none"):
@@ -370,7 +386,8 @@ def logsigmoid(input):
 
 def _hardtanh_compute(a, min_val, max_val):
     if a.dtype.kind != "f":
-        return np.clip(a, math.ceil(min_val), math.floor(max_val)).astype(a.dtype)
+        # ATen truncates the limits to integers (Scalar.toLong) so they do not promote.
+        return np.clip(a, math.trunc(min_val), math.trunc(max_val)).astype(a.dtype)
     # torch's clamp: NaN stays NaN, and -0.0 stays -0.0 at a bound of 0.
     from cextend._ops.arithmetic import torch_maximum, torch_minimum
     return torch_minimum(torch_maximum(a, a.dtype.type(min_val)), a.dtype.type(max_val))
@@ -385,15 +402,22 @@ _HARDTANH = Activation("hardtanh", "hardtanh_cpu", _hardtanh_compute, _hardtanh_
                        inplace_saves="result", integer_ok=True)
 
 
-def _hardtanh_bounds(min_val, max_val):
+def _hardtanh_bounds(input, min_val, max_val):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    # ATen's hardtanh refuses what clamp would accept (bool; negative limits
+    # for unsigned types); F.hardtanh checks the bounds first.
+    data = getattr(input, "_data", None)
+    if data is not None and data.dtype == np.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if data is not None and data.dtype == np.uint8 and (math.trunc(min_val) < 0 or math.trunc(max_val) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return dict(min_val=min_val, max_val=max_val)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x limited to [min_val, max_val]; gradient zero outside the open interval."""
-    params = _hardtanh_bounds(min_val, max_val)
+    params = _hardtanh_bounds(input, min_val, max_val)
     return _HARDTANH.inplace(input, **params) if inplace else _HARDTANH(input, **params)
 
 

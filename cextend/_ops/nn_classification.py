@@ -24,8 +24,10 @@ _wrap = _new_tensor     # a Tensor around an array (module-level: no import per 
 class _Picks:
     """Where nll_loss reads its input: one class per target position.
 
-    The class dim is moved last, so positions have the target's shape;
-    ignored positions read class 0 with coefficient 0.
+    The class dim is moved last, so positions have the target's shape.
+    Ignored positions are skipped, as torch's kernel skips them: they add
+    nothing to the loss (+0.0 under 'none') and get a +0.0 gradient, even
+    where the input or the incoming gradient is inf or NaN.
     """
 
     def __init__(self, input_shape, class_dim, target, weight, ignore_index, reduction):
@@ -33,13 +35,13 @@ class _Picks:
         self.class_dim = class_dim
         self.reduction = reduction
         n_classes = input_shape[class_dim]
-        valid = target != ignore_index
+        self.valid = valid = target != ignore_index
         bad = valid & ((target < 0) | (target >= n_classes))
         if bad.any():
             raise IndexError("Target %d is out of bounds." % target[bad].flat[0])
         self.classes = np.where(valid, target, 0).astype(np.intp)
-        w = np.ones(1) if weight is None else weight
-        self.weights = np.where(valid, w[self.classes] if weight is not None else 1.0, 0.0)
+        self.weighted = weight is not None
+        self.weights = np.where(valid, weight[self.classes], 0) if weight is not None else valid.astype(np.float64)
         self.total_weight = self.weights.sum()
 
     def moved(self, array):
@@ -48,23 +50,28 @@ class _Picks:
     def gather(self, data):
         """The nll values of `data` (input-shaped): -w[t] * data[..., t, ...], reduced."""
         picked = np.take_along_axis(self.moved(data), self.classes[..., None], -1)[..., 0]
-        loss = -(self.weights.astype(data.dtype) * picked)
+        if self.weighted:
+            picked = self.weights.astype(data.dtype) * picked
+        loss = np.where(self.valid, -picked, data.dtype.type(0))
         if self.reduction == "none":
             return loss
-        total = loss.sum(dtype=data.dtype)
+        # torch accumulates from +0.0: a sum of -0.0 terms is +0.0.
+        total = loss.sum(dtype=data.dtype) + data.dtype.type(0)
         if self.reduction == "sum":
             return np.asarray(total, data.dtype)
         return np.asarray(quietly(np.divide, total, data.dtype.type(self.total_weight)), data.dtype)
 
     def scatter(self, g):
-        """The transpose of gather: zeros(input) with the coefficients times g at the picks."""
-        coef = -self.weights
-        if self.reduction == "mean":
-            coef = coef / self.total_weight if self.total_weight else coef * 0
-        out = np.zeros(self.input_shape, g.dtype)
-        values = (coef * g).astype(g.dtype)   # g broadcasts: 0-d for mean/sum
-        values = np.broadcast_to(values, self.classes.shape)[..., None]
-        np.put_along_axis(self.moved(out), self.classes[..., None], values, -1)
+        """The transpose of gather: zeros(input) with -w[t] * g at the picks, in torch's
+        order (-(g / total_weight) for 'mean', then times w[t]); nothing at ignored ones."""
+        dt = g.dtype
+        grad = -(quietly(np.divide, g, dt.type(self.total_weight)) if self.reduction == "mean" else g)
+        values = np.broadcast_to(np.asarray(grad, dt), self.classes.shape)    # g is 0-d for mean/sum
+        if self.weighted:
+            values = quietly(np.multiply, self.weights.astype(dt), values)
+        values = np.where(self.valid, values, dt.type(0))     # an ignored row's pick stays +0.0
+        out = np.zeros(self.input_shape, dt)
+        np.put_along_axis(self.moved(out), self.classes[..., None], values[..., None], -1)
         return out
 
 

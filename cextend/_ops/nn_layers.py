@@ -124,11 +124,12 @@ def _dropout(x, p, training, inplace, noise_shape):
     if not training or p == 0:
         return x
     dt = x._data.dtype
-    if dt.kind != "f":
-        raise cast_error(np.dtype(np.float32), dt)
     if p == 1:
+        # torch multiplies by a 0-d zero of the input's dtype: integers and bools work too.
         noise = _wrap(np.zeros((), dt))
     else:
+        if dt.kind != "f":
+            raise cast_error(np.dtype(np.float32), dt)
         keep = _random.generator().random(noise_shape) >= p
         noise = _wrap((keep / dt.type(1 - p)).astype(dt))
     return x.mul_(noise) if inplace else x * noise

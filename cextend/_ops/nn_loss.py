@@ -262,10 +262,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError("Found dtype %s but expected %s" % (torch_name(t._data.dtype), torch_name(dt)))
     if dt.kind != "f":
         raise NotImplementedError("\"binary_cross_entropy\" not implemented for '%s'" % torch_name(dt))
-    data = x._data
-    if data.size and not np.all((data >= 0) & (data <= 1)):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    _check_probabilities(x._data, t._data)
     return _BCE(x, t, reduction, dt, extra=extra)
+
+
+def _check_probabilities(p, y):
+    """torch's kernel checks input then target at each element in turn (NaN
+    fails both): the first bad element decides which message is raised."""
+    bad_p = np.flatnonzero(~((p >= 0) & (p <= 1)))
+    bad_y = np.flatnonzero(~((y >= 0) & (y <= 1)))
+    if bad_p.size and (not bad_y.size or bad_p[0] <= bad_y[0]):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if bad_y.size:
+        raise RuntimeError("all elements of target should be between 0 and 1")
 
 
 def _broadcast_shape(target, weight):
@@ -342,8 +351,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # -- kl_div (composite in torch) --------------------------------------------------------------
 
 def _xlogy_backward(node, g, x, y):
-    grad_x = g * _xlogy((x != 0).to(x.dtype), y) if node.needs(0) else None
-    grad_y = g * x / y if node.needs(1) else None
+    # torch's derivatives.yaml: xlogy(grad, other) masked to 0 where self == 0 and
+    # other <= 0, so a zero incoming gradient gives 0 even where log(other) is NaN.
+    grad_x = grad_y = None
+    if node.needs(0):
+        from cextend._ops.arithmetic import where
+        grad_x = where((x == 0).logical_and(y <= 0), 0.0, _xlogy(g, y))
+    if node.needs(1):
+        grad_y = g * x / y
     return grad_x, grad_y
 
 

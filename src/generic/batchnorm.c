@@ -52,12 +52,15 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
             save_mean[ch] = (REAL)mean;
         if (save_invstd)
             save_invstd[ch] = (REAL)invstd;
-        const double scale = (weight ? (double)weight[ch] : 1.0) * invstd;
-        const double shift = bias ? (double)bias[ch] : 0.0;
+        /* torch folds the statistics and the affine terms into one scale and
+         * shift, y = x * alpha + beta, so an infinite weight or bias gives its
+         * inf - inf = NaN where (x - mean) * scale + shift would not. */
+        const double alpha = invstd * (weight ? (double)weight[ch] : 1.0);
+        const double beta = (bias ? (double)bias[ch] : 0.0) - mean * alpha;
         for (int64_t b = 0; b < n; ++b) {
             REAL *out = y + (b * c + ch) * s;
             for (int64_t i = 0; i < s; ++i)
-                out[i] = (REAL)((AT(x, xs, b, ch, i) - mean) * scale + shift);
+                out[i] = (REAL)(AT(x, xs, b, ch, i) * alpha + beta);
         }
     }
     return CEXTEND_OK;

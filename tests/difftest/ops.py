@@ -18,7 +18,7 @@ from cextend._ops.registry import OPS, Const
 
 from . import calls
 from . import values as V
-from .allowlist import POLES, TORCH_BUGS
+from .allowlist import PADDED_CONVS, POLES, TORCH_BUGS
 from .features import writable
 from .program import Stmt
 
@@ -74,7 +74,7 @@ def op_call(gen):
     kwargs = []
     for key, a in sample.kwargs.items():
         kwargs.append("%s=%s" % (key, (yield from _argument(gen, info, a, plan, 1, False))))
-    if not steer_clear(gen, info.name, args):
+    if not steer_clear(gen, info.name, args, sample.kwargs):
         return
     if info.call is not None:           # the table says how to call it (calls.py)
         text = "%s(%s)" % (calls.name_of(info), ", ".join(["torch"] + args + kwargs))
@@ -189,11 +189,16 @@ def _argument(gen, info, a, plan, position, inplace_target):
     return repr(a)
 
 
-def steer_clear(gen, name, args):
+def steer_clear(gen, name, args, kwargs=None):
     """Keep away from where torch itself is wrong or both are noise (the
-    allowlist's TORCH_BUGS and POLES): may rewrite args; False to give up."""
+    allowlist's TORCH_BUGS, POLES and PADDED_CONVS): may rewrite args; False
+    to give up.  kwargs: the sample's keyword values (not their sources)."""
     values = [gen.value(a) for a in args]
     tensors = [(i, t) for i, t in enumerate(values) if hasattr(t, "stride")]
+    if name in PADDED_CONVS and _padded(kwargs or {}):
+        for _, t in tensors:
+            if t.dtype.is_floating_point and not bool(t.detach().isfinite().all()):
+                return False
     if name in POLES:
         for _, t in tensors:
             data = t.detach().double().numpy()
@@ -204,6 +209,10 @@ def steer_clear(gen, name, args):
             if t.numel() > 1 and 0 in t.stride():
                 args[i] = "%s.contiguous()" % args[i]
     return True
+
+
+def _padded(kwargs):
+    return any(k in kwargs and kwargs[k] not in (0, (0, 0), "valid") for k in ("padding", "output_padding"))
 
 
 def _int_leaf(gen, array):
