@@ -75,7 +75,7 @@ class _Picks:
         return out
 
 
-def _nll_backward(node, g, x):
+def _nll_backward(node, g, x, target=None):
     return nll_scatter(g, node.picks, x)
 
 
@@ -89,12 +89,13 @@ _NllLossNode = rec.node_class("NllLossBackward", _nll_backward)
 _NllLossBackwardNode = rec.node_class("NllLossBackwardBackward", _scatter_backward)
 
 
-def nll_gather(x, picks):
+def nll_gather(x, picks, target=None):
     result = _wrap(quietly(picks.gather, x._data))
     if rec.needs_grad(x):
         node = rec.record(_NllLossNode, (x,), result)
         node.picks = picks
-        node._saved = (rec.save(x),)
+        # torch saves the target too: changing it in place before backward raises there
+        node._saved = (rec.save(x), rec.save(target) if target is not None else None)
     return result
 
 
@@ -166,7 +167,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     t = host_tensor(target, "nll_loss", "target")
     reduction = reduction_arg(size_average, reduce, reduction)
     picks = _nll_picks(x, t, weight, ignore_index, reduction, "nll_loss")
-    return nll_gather(x, picks)
+    return nll_gather(x, picks, t)
 
 
 # -- cross_entropy ---------------------------------------------------------------------------------
