@@ -244,9 +244,15 @@ def format_tensor(tensor):
             suffixes.append("size=%s" % (tuple(data.shape),))
         if dtype is not _dtype.DEFAULT_FLOAT and dtype is not _dtype.int64 and dtype is not _dtype.bool:
             suffixes.append("dtype=%r" % dtype)
-    grad_fn = tensor.grad_fn
-    if grad_fn is not None:
-        suffixes.append("grad_fn=<%s>" % grad_fn.name())
+    try:
+        grad_fn = tensor.grad_fn
+        name = grad_fn.name() if grad_fn is not None else None
+    except RuntimeError:
+        # A view whose history cannot be rebuilt (made under no_grad, its
+        # base changed in place since) still prints, as torch's does.
+        name = "Invalid"
+    if name is not None:
+        suffixes.append("grad_fn=<%s>" % name)
     elif tensor.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(prefix + body, suffixes, indent)

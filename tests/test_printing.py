@@ -172,7 +172,7 @@ def test_print_options_written(options, expression, expected):
 # -- random tensors against torch ------------------------------------------------------
 SHAPES = [(), (0,), (0, 3), (3, 0, 2), (1,), (1, 1, 1), (2,), (5,), (7,), (13,), (31,), (97,),
           (4, 17), (3, 5, 7), (2, 1, 3, 5), (1001,), (3, 400), (31, 37), (11, 11, 11),
-          (2, 3, 13, 13), (4, 3, 2, 50)]
+          (2, 3, 13, 13), (4, 3, 2, 50), (10, 100)]
 
 # value kinds for floating dtypes: (name, fn(rng, shape) -> float64 array)
 FLOAT_VALUES = {
@@ -343,6 +343,29 @@ def test_set_printoptions_semantics():
     assert get_printoptions()["precision"] == 4
     cx.set_printoptions(profile="default")
     assert repr(cx.tensor([1.123456])) == "tensor([1.1235])"
+
+
+def test_subclass_prints_its_name():
+    class Named(cx.Tensor):
+        pass
+    t = Named(cx.arange(12.).reshape(3, 4) / 3)
+    expected = ("Named([[0.0000, 0.3333, 0.6667, 1.0000],\n"
+                "       [1.3333, 1.6667, 2.0000, 2.3333],\n"
+                "       [2.6667, 3.0000, 3.3333, 3.6667]])")
+    assert repr(t) == expected
+    if torch is not None:
+        class Named(torch.Tensor):  # noqa: F811  (torch's twin, for its repr)
+            pass
+        assert repr((torch.arange(12.).reshape(3, 4) / 3).as_subclass(Named)) == expected
+
+
+@pytest.mark.parametrize("lib", [cx] + ([torch] if torch is not None else []), ids=lambda m: m.__name__)
+def test_view_with_unrebuildable_history_still_prints(lib):
+    base = lib.ones(3, requires_grad=True).clone()
+    with lib.no_grad():
+        view = base[:2]
+        view.mul_(2)
+    assert repr(view) == "tensor([2., 2.], grad_fn=<Invalid>)"
 
 
 # -- huge tensors: only the shown corners are read -------------------------------------
