@@ -60,3 +60,4 @@ def can_cast(from_, to):
 
 from cextend.serialization import load, save  # noqa: E402,F401
 from cextend.utils import data as _data  # noqa: E402,F401  (cextend.utils.data, as torch.utils.data)
+from cextend._printing import set_printoptions  # noqa: E402,F401  (torch.set_printoptions)

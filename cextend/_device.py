@@ -95,8 +95,9 @@ class DeviceArray:
     # -- transfers -------------------------------------------------------------
     @classmethod
     def from_host(cls, array):
+        shape = np.shape(array)     # ascontiguousarray makes a 0-d array 1-d
         array = np.ascontiguousarray(array)
-        out = cls(array.shape, array.dtype)
+        out = cls(shape, array.dtype)
         runtime().upload(out.buffer, array)
         return out
 

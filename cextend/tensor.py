@@ -365,8 +365,10 @@ class Tensor:
         return complex(self.item())
 
     def __format__(self, format_spec):
-        if self._data.ndim == 0:
-            return self.item().__format__(format_spec)
+        # torch formats 0-d plain tensors as their number (a Parameter, or
+        # any subclass, falls back to object's: str() for an empty spec).
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self._data.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
     def __len__(self):
@@ -474,39 +476,11 @@ class Tensor:
 
     # -- printing ---------------------------------------------------------
     def __repr__(self):
-        on_device = type(self._data) is DeviceArray
-        data = self._data.to_host() if on_device else self._data
-        if data.dtype.kind == "f":
-            finite = data[np.isfinite(data)]
-            integral = finite.size == 0 or np.all(finite == np.round(finite))
-            body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
-                                   precision=4, floatmode="maxprec" if integral else "fixed",
-                                   suppress_small=True)
-        elif data.dtype.kind == "b":
-            # torch pads True to False's width only when a False is printed.
-            width = 5 if not data.all() else 4
-            body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
-                                   formatter={"bool": lambda v: str(bool(v)).rjust(width)})
-        else:
-            body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
-        extras = []
-        if data.size == 0 and data.ndim > 1:
-            extras.append("size=%s" % (tuple(data.shape),))
-        if on_device:
-            extras.append("device='cuda:0'")
-        # torch names the dtype unless it is the default float one, or
-        # int64 / bool with elements to show.
-        dtype = self.dtype
-        if dtype is not _dtype.DEFAULT_FLOAT and (data.size == 0 or dtype not in (_dtype.int64, _dtype.bool)):
-            extras.append("dtype=%r" % dtype)
-        grad_fn = self.grad_fn
-        if grad_fn is not None:
-            extras.append("grad_fn=%r" % grad_fn)
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(%s%s)" % (body, "".join(", " + e for e in extras))
+        from cextend._printing import format_tensor
+        return format_tensor(self)
 
-    __str__ = __repr__
+    # No __str__: object's calls type(self).__repr__, so print(parameter)
+    # shows "Parameter containing:" as torch's does.
 
     @property
     def T(self):
