@@ -269,7 +269,10 @@ _SPECIAL = {_F32: lib.cextend_special_f32, _F64: lib.cextend_special_f64}
 
 
 def special(name, x):
-    """erf, erfc, erfinv, lgamma or digamma of a float32/float64 array (a new array)."""
+    """erf, erfc, erfinv, lgamma or digamma of a float32/float64 array (a new array);
+    float16 is computed in float32 and rounded, as torch's half kernels do."""
+    if x.dtype == np.float16:
+        return special(name, x.astype(np.float32)).astype(np.float16)
     if x.dtype not in _SPECIAL:
         raise TypeError("%s: expected float32 or float64, got %s" % (name, x.dtype))
     source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))
@@ -283,6 +286,8 @@ _POLYGAMMA = {_F32: lib.cextend_polygamma_f32, _F64: lib.cextend_polygamma_f64}
 
 def polygamma(n, x):
     """The n-th derivative of digamma of a float32/float64 array (a new array)."""
+    if x.dtype == np.float16:
+        return polygamma(n, x.astype(np.float32)).astype(np.float16)
     if x.dtype not in _POLYGAMMA:
         raise TypeError("polygamma: expected float32 or float64, got %s" % x.dtype)
     source = np.require(x, x.dtype, ("C_CONTIGUOUS", "ALIGNED"))

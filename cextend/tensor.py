@@ -30,6 +30,22 @@ class Size(tuple):
     def __repr__(self):
         return "cextend.Size(%s)" % list(self)
 
+    # slicing and concatenating a Size give a Size, as in torch
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return Size(item) if isinstance(key, slice) else item
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other))) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, count):
+        return Size(tuple.__mul__(self, count))
+
+    __rmul__ = __mul__
+
     def numel(self):
         return math.prod(self)
 

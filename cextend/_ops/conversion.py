@@ -1,6 +1,7 @@
 """Copies and conversions: clone, contiguous, to(dtype / device)."""
 import numpy as np
 
+from cextend._fpe import quietly
 from cextend import _dtype
 from cextend._device import DeviceArray
 from cextend._ops import _record as rec
@@ -50,7 +51,7 @@ def to_dtype(x, numpy_dtype, copy=False):
     numpy_dtype = np.dtype(numpy_dtype)
     if numpy_dtype == x._data.dtype and not copy:
         return x
-    out = _wrap(x._data.astype(numpy_dtype))
+    out = _wrap(quietly(x._data.astype, numpy_dtype))      # inf/NaN to int: C's cast, no warning
     if numpy_dtype.kind == "f" and rec.needs_grad(x):
         node = rec.record(_ToCopyNode, (x,), out)
         node.in_dtype = x._data.dtype

@@ -19,9 +19,16 @@ from cextend.tensor import _wrap
 
 
 
+def _structseq_repr(self):
+    # torch.return_types.max(\nvalues=...,\nindices=...)
+    return "cextend.return_types.%s(\n%s)" % (type(self).__name__, ",\n".join(
+        "%s=%r" % (field, value) for field, value in zip(self._fields, self)))
+
+
 def _named(name, fields=("values", "indices")):
     cls = collections.namedtuple(name, fields)
     cls.__module__ = "cextend.return_types"
+    cls.__repr__ = _structseq_repr
     return cls
 
 
@@ -119,7 +126,7 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         rec.no_out(out, "sum")
     rt = _reduction_dtype(x, dtype, "sum") if out is None else out_reduction_dtype(out, dtype, "sum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = data.sum(axis=dims, keepdims=keepdim)
+    result = quietly(lambda: data.sum(axis=dims, keepdims=keepdim))     # inf + -inf is NaN, silently
     result = _array(result, rt)
     if out is not None:
         rec.check_out(out, "sum", x)
@@ -172,7 +179,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     dims = reduce_dims(x, dim)
     rt = _reduction_dtype(x, dtype, "nansum") if out is None else out_reduction_dtype(out, dtype, "nansum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = _array(np.nansum(data, axis=dims, keepdims=keepdim) if rt.kind == "f"
+    result = _array(quietly(np.nansum, data, dims, None, None, keepdim) if rt.kind == "f"
                     else data.sum(axis=dims, keepdims=keepdim), rt)
     if out is not None:
         rec.check_out(out, "nansum", x)
