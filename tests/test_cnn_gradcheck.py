@@ -81,9 +81,11 @@ def test_max_pool2d_indices_are_not_differentiable():
     x = cx.randn(1, 1, 4, 4, dtype=cx.float64, requires_grad=True)
     values, indices = F.max_pool2d(x, 2, return_indices=True)
     assert values.requires_grad and not indices.requires_grad and indices.dtype is cx.int64
-    indices.zero_()                       # the caller's copy: the gradient still goes to the maxima
-    values.sum().backward()
+    values.sum().backward(retain_graph=True)
     assert x.grad.sum().item() == 4 and set(np.unique(x.grad.numpy())) == {0.0, 1.0}
+    indices.zero_()          # torch saves the indices it returns: changing them makes backward raise
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        values.sum().backward()
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -20,15 +20,17 @@ class MaxPool2dFunction(Function):
     def forward(ctx, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         x, = float_operands("max_pool2d", input=input)
         values, indices = _ops_pool.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
-        ctx.indices, ctx.input_shape = indices, x.shape
-        # The caller's copy: modifying it cannot misroute the gradient.
-        user_indices = wrap(indices.copy())
-        ctx.mark_non_differentiable(user_indices)
-        return wrap(values), user_indices
+        indices = wrap(indices)
+        ctx.mark_non_differentiable(indices)
+        # torch saves self and the indices it returns (result1): a second
+        # backward, or an in-place change to either, raises as there.
+        ctx.save_for_backward(input, indices)
+        return wrap(values), indices
 
     @staticmethod
     def backward(ctx, grad_values, grad_indices):
-        return _ScatterToIndices.apply(grad_values, ctx.indices, ctx.input_shape), None, None, None, None, None
+        input, indices = ctx.saved_tensors
+        return _ScatterToIndices.apply(grad_values, indices._data, input.shape), None, None, None, None, None
 
 
 class _ScatterToIndices(Function):
@@ -70,12 +72,13 @@ class AvgPool2dFunction(Function):
                 divisor_override=None):
         x, = float_operands("avg_pool2d", input=input)
         ctx.params = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-        ctx.input_shape = x.shape
+        ctx.save_for_backward(input)        # torch's AvgPool2DBackward0 saves self
         return wrap(_ops_pool.avg_pool2d_forward(x, *ctx.params))
 
     @staticmethod
     def backward(ctx, grad):
-        return (_AvgPool2dBackward.apply(grad, ctx.input_shape, ctx.params),) + (None,) * 6
+        input, = ctx.saved_tensors
+        return (_AvgPool2dBackward.apply(grad, input.shape, ctx.params),) + (None,) * 6
 
 
 class _AvgPool2dBackward(Function):
@@ -97,12 +100,13 @@ class AdaptiveAvgPool2dFunction(Function):
     @staticmethod
     def forward(ctx, input, output_size):
         x, = float_operands("adaptive_avg_pool2d", input=input)
-        ctx.input_shape = x.shape
+        ctx.save_for_backward(input)        # torch's AdaptiveAvgPool2DBackward0 saves self
         return wrap(_ops_pool.adaptive_avg_pool2d_forward(x, output_size))
 
     @staticmethod
     def backward(ctx, grad):
-        return _AdaptiveAvgPool2dBackward.apply(grad, ctx.input_shape), None
+        input, = ctx.saved_tensors
+        return _AdaptiveAvgPool2dBackward.apply(grad, input.shape), None
 
 
 class _AdaptiveAvgPool2dBackward(Function):
