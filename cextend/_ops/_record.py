@@ -10,6 +10,7 @@ ops record the same node and then rebase the modified tensor's history
 import math
 import numpy as np
 
+from cextend._overlap import check_no_partial
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
@@ -79,6 +80,45 @@ def zeros_grad(g):
     """An exact zero gradient shaped like g, outside any graph (torch's
     zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
     return _wrap(np.zeros(g._data.shape, g._data.dtype))
+
+
+def _reads_backward(node, g):
+    grads = [g if node.needs(0) else None]
+    for i, (shape, dtype) in enumerate(node.read_specs, 1):
+        grads.append(_wrap(np.zeros(shape, dtype)) if node.needs(i) and node.zero_derivative else None)
+    return tuple(grads)
+
+
+def reads_through(name, grad_input, *read, zero_derivative=True):
+    """grad_input, made to depend on the tensors a backward formula reads.
+
+    Under create_graph torch records its backward formulas as ops: where a
+    formula reads self or the result through a mask (threshold_backward,
+    avg_pool2d_backward, ...), the gradient requires grad through them with
+    a zero derivative.  Ours compute the mask as a constant; this adds the
+    dependency back, so .grad's requires_grad and a later backward's zero
+    .grad match torch's.  zero_derivative=False: torch's formula gives no
+    gradient at all (convolution_backward), so none is accumulated.
+    """
+    if not _grad_state.enabled:
+        return grad_input
+    read = [x for x in read if getattr(x, "_data", None) is not None and x.requires_grad]
+    if not read:
+        return grad_input
+    out = _wrap(grad_input._data)
+    node = record(_reads_node(name), (grad_input,) + tuple(read), out)
+    node.read_specs = [(x._data.shape, x._data.dtype) for x in read]
+    node.zero_derivative = zero_derivative
+    return out
+
+
+_READS_NODES = {}
+
+
+def _reads_node(name):
+    if name not in _READS_NODES:
+        _READS_NODES[name] = node_class(name, _reads_backward)
+    return _READS_NODES[name]
 
 
 def not_implemented(name, message, error=RuntimeError):
@@ -221,8 +261,12 @@ def prepare_inplace(t, others=(), result=None, check_overlap=True):
     """The checks every in-place op makes; returns whether it records history.
 
     result: the numpy dtype the op computes in (checked castable to t's dtype).
+    check_overlap: refuse a t whose elements share memory (an expanded
+    tensor), and operands that partially overlap t.
     """
     check_writable(t, check_overlap)
+    if check_overlap:
+        check_no_partial(t._data, others)
     if result is not None and result != t._data.dtype:
         check_inplace_cast(result, t._data.dtype)
     recording = needs_grad(t, *others)
@@ -354,7 +398,7 @@ def write_outs(out, values, indices, name, return_type):
     return return_type(out_values, out_indices)
 
 
-def inplace_via(function):
+def inplace_via(function, expanded_ok=False):
     """x.op_(...) as x.copy_(op(x, ...)): one recorded in-place copy, so
     views, versions and history behave as for every other in-place op.
     The op reads a copy of x when it records history: what it saves must not
@@ -365,6 +409,9 @@ def inplace_via(function):
         if result._data.shape != self._data.shape:
             raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
                                % (list(self._data.shape), list(result._data.shape)))
+        if expanded_ok:
+            from cextend._ops.indexing import copy_into
+            return copy_into(self, result, expanded_ok=True)
         return self.copy_(result)
     return inplace
 

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from cextend._overlap import check_no_partial
 from cextend._fpe import quietly, restore, silence
 from cextend._scalars import checked_scalar
 from cextend.autograd.grad_mode import _state as _grad_state
@@ -691,6 +692,7 @@ def _logical_inplace(op, self, other):
     rt = binary_result_type(self, b)
     check_broadcasts_into(self, b)
     rec.check_writable(self)
+    check_no_partial(self._data, (b,))
     self._data[...] = op.run(self, b, rt)
     self._version_counter[0] += 1
     return self
@@ -828,7 +830,10 @@ def _masked_fill_inplace(self, mask, value):
     if broadcast_shapes(shape, mask._data.shape) != shape:
         raise RuntimeError("masked_fill_: mask of shape %s cannot be broadcast to the tensor's shape %s"
                            % (list(mask._data.shape), list(shape)))
-    recording = rec.prepare_inplace(self, (value,))
+    # torch writes through an expanded self (with a deprecation warning) and
+    # reads value with item(): only the mask may not partially overlap
+    recording = rec.prepare_inplace(self, (value,), check_overlap=False)
+    check_no_partial(self._data, (mask,))
     node = rec.connect(_MaskedFillNode(), (self, mask, value)) if recording else None
     fill = _fill_scalar(value._data if is_tensor(value) else value, self._data.dtype)
     self._data[np.broadcast_to(mask._data, shape)] = fill

@@ -396,7 +396,7 @@ register("index_add", index_add, inplace=_inplace_via(index_add), samples=_index
          family="indexing")
 register("index_copy", index_copy, inplace=_inplace_via(index_copy), samples=_index_copy_samples,
          family="indexing")
-register("index_fill", index_fill, inplace=_inplace_via(index_fill), samples=_index_samples(None, value=True),
+register("index_fill", index_fill, inplace=_inplace_via(index_fill, expanded_ok=True), samples=_index_samples(None, value=True),
          family="indexing")
 
 

@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from cextend._overlap import check_no_overlap, check_no_partial
 from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
 from cextend._ops import _record as rec
@@ -193,6 +194,12 @@ _CopyNode = rec.node_class("CopyBackwards", _copy_backward)
 
 def copy_(self, src, non_blocking=False):
     """Copy src's values into self (broadcast, cast to self's dtype)."""
+    return copy_into(self, src)
+
+
+def copy_into(self, src, expanded_ok=False):
+    """copy_, where expanded_ok lets an op that torch runs on an expanded
+    self (index_fill_ and the like) write through it."""
     src = operand(src)
     if not is_tensor(src):
         raise TypeError("copy_(): argument 'src' must be Tensor, not %s" % type(src).__name__)
@@ -203,7 +210,13 @@ def copy_(self, src, non_blocking=False):
     if shape != self._data.shape:
         raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
                            "non-singleton dimension" % (list(self._data.shape), list(src._data.shape)))
-    recording = rec.prepare_inplace(self, (src,))
+    # torch skips a copy onto the very same elements (x.copy_(x), even expanded)
+    same = _same_elements(self._data, src._data)
+    if expanded_ok and not same:
+        recording = rec.prepare_inplace(self, (src,), check_overlap=False)
+        check_no_partial(self._data, (src,))
+    else:
+        recording = rec.prepare_inplace(self, (src,), check_overlap=not same)
     # torch: copying into an integer tensor records nothing (no gradient
     # can flow through an integer); every other in-place op would.
     node = rec.connect(_CopyNode(), (self, src)) if recording and self._data.dtype.kind == "f" else None
@@ -213,6 +226,13 @@ def copy_(self, src, non_blocking=False):
     else:
         np.copyto(self._data, source, casting="unsafe")
     return rec.finish_inplace(self, node)
+
+
+def _same_elements(a, b):
+    if a is b:
+        return True
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape
+            and a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
 def _device_copy(self, source):
@@ -242,7 +262,9 @@ def fill_(self, value):
     if is_tensor(value) and value._data.ndim != 0:
         raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with %d "
                            "dimensions." % value._data.ndim)
-    recording = rec.prepare_inplace(self, (value,))
+    # torch's fill_ checks no overlap: an expanded tensor fills, a value
+    # tensor is read once before any write
+    recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_FillNode(), (self, value)) if recording else None
     fill = value._data if is_tensor(value) else checked_scalar(value, self._data.dtype)
     if type(self._data) is DeviceArray:
@@ -347,10 +369,7 @@ def index_put_(self, indices, values, accumulate=False, sources=None):
             raise RuntimeError("Index put requires the source and destination dtypes match, got %s for the "
                                "destination and %s for the source." % (_torch_name(self._data.dtype),
                                                                       _torch_name(value._data.dtype)))
-        if np.may_share_memory(self._data, value._data):
-            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to "
-                               "tensor refer to a single memory location. Please clone() the tensor before "
-                               "performing the operation.")
+        check_no_overlap(self._data, (value,))
     # index_put does not refuse an expanded target (torch checks only the source)
     recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_IndexPutNode(), (self, value)) if recording else None

@@ -238,7 +238,7 @@ def _leaky_backward(node, g, saved):
                            "with a negative slope, please call out-of-place version instead. File an "
                            "issue at https://github.com/pytorch/pytorch if you do require supporting "
                            "in-place leakRelu backward calculation with negative slope")
-    return where(saved > 0, g, g * slope)
+    return rec.reads_through("LeakyReluBackwardBackward", where(saved > 0, g, g * slope), saved)
 
 
 _LEAKY = Activation("leaky_relu", "leaky_relu_cpu", _leaky_compute, _leaky_backward,
@@ -395,7 +395,7 @@ def _hardtanh_compute(a, min_val, max_val):
 
 def _hardtanh_backward(node, g, saved):
     outside = (saved <= node.params["min_val"]).logical_or(saved >= node.params["max_val"])
-    return where(outside, 0.0, g)
+    return rec.reads_through("HardtanhBackwardBackward", where(outside, 0.0, g), saved)
 
 
 _HARDTANH = Activation("hardtanh", "hardtanh_cpu", _hardtanh_compute, _hardtanh_backward,

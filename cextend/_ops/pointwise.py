@@ -239,7 +239,7 @@ def _relu_backward(node, g, result):
     if not _grad_state.enabled and type(g._data) is np.ndarray:
         # threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)
         return _wrap(np.where(result._data <= 0, g._data.dtype.type(0), g._data))
-    return g.masked_fill(result <= 0, 0)
+    return rec.reads_through("ThresholdBackwardBackward", g.masked_fill(result <= 0, 0), result)
 
 
 def _device_relu_mask(result):

@@ -218,8 +218,26 @@ def _triangle(op, keep):
                             % (op, type(diagonal).__name__))
         t = _tri(x, diagonal, keep, op)
         return t if out is None else rec.finish_out(out, t, op, x, strict="c_type")
+    def triangle_(self, diagonal=0):
+        # torch zeroes the other triangle in place and writes nothing else:
+        # an expanded tensor is accepted, and its shared elements end as there
+        x = require_tensor(self, op + "_")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+            raise TypeError("%s_(): argument 'diagonal' (position 1) must be int, not %s"
+                            % (op, type(diagonal).__name__))
+        if x._data.ndim < 2:
+            raise RuntimeError("%s: input tensor must have at least 2 dimensions" % op)
+        recording = rec.prepare_inplace(x, (), check_overlap=False)
+        node = None
+        if recording:
+            node = rec.connect(rec.new_node(node_cls), (x,))
+            node.diagonal = diagonal
+        rows, cols = x._data.shape[-2:]
+        x._data[..., ~keep(np.ones((rows, cols), bool), diagonal)] = 0
+        return rec.finish_inplace(x, node)
+
     triangle.__name__ = op
-    register(op, triangle, inplace=lambda self, diagonal=0: self.copy_(triangle(self, diagonal)),
+    register(op, triangle, inplace=triangle_,
              family="rearrange", integer_inputs=True,
              samples=lambda rng: iter([Sample(rng.standard_normal((3, 4))),
                                        Sample(rng.standard_normal((2, 3, 3)), 1),

@@ -96,6 +96,11 @@ def _addcmul_backward(node, g, t1, t2):
 
 def _addcdiv_backward(node, g, t1, t2):
     v = node.value
+    if node.needs(1) and t2._data.dtype.kind in "iub":
+        # torch's formula computes value / tensor2 in tensor2's dtype, in place
+        from cextend._promotion import _torch_name
+        raise RuntimeError("result type %s can't be cast to the desired output type %s"
+                           % (_torch_name(result_type(1.0, t2)), _torch_name(t2._data.dtype)))
     return (g if node.needs(0) else None,
             g * (v / t2) if node.needs(1) else None,
             -g * v * t1 / (t2 * t2) if node.needs(2) else None)

@@ -191,6 +191,8 @@ def execute(roots, retain_graph, create_graph, capture=None):
     if capture is not None:
         target_nodes = {node for node, _ in capture}
         needed, dependencies = _prune(order, target_nodes)
+        if len(roots) == 1 and root_nodes[0] not in needed:
+            _lone_root_hooks(root_nodes[0], buffers[root_nodes[0]], create_graph)
         root_nodes = [n for n in root_nodes if n in needed]
     ready = [(-n._seq, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
@@ -245,6 +247,18 @@ def execute(roots, retain_graph, create_graph, capture=None):
     if capture is None:
         return None
     return [captured.get(edge) for edge in capture]
+
+
+def _lone_root_hooks(node, grads, create_graph):
+    """torch hands a lone root straight to its node, which runs its tensor
+    hooks (retain_grad's too) before finding that no input needs it."""
+    if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and node.variable._hooks):
+        previous_mode = grad_mode.is_grad_enabled()
+        grad_mode._set_enabled(create_graph)
+        try:
+            _tensor_hooks(node, list(grads))
+        finally:
+            grad_mode._set_enabled(previous_mode)
 
 
 def _retain_grads(node, grads):

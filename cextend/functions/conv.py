@@ -11,6 +11,7 @@ run on the C kernels.  A backward outside grad mode calls the kernels
 directly; with create_graph=True it records these Functions instead.
 """
 from cextend import _checks
+from cextend._ops._record import reads_through
 from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
 from cextend._ops_conv import bias_grad, conv, conv_input_grad, conv_weight_grad
 from cextend._ops_conv import conv_grads as all_conv_grads
@@ -40,6 +41,14 @@ def float_operands(op, **tensors):
 
 def _bias_grad(grad_output):
     return grad_output.sum((0, 2, 3)) if is_grad_enabled() else wrap(bias_grad(grad_output._data))
+
+
+def _read_by_torch(gx, gw, gb, input, weight):
+    """torch's convolution_backward is one recorded op of (grad, input,
+    weight): under create_graph each gradient requires grad through both."""
+    return tuple(None if g is None else reads_through("ConvolutionBackwardBackward", g, input, weight,
+                                                     zero_derivative=False)
+                 for g in (gx, gw, gb))
 
 
 class _Conv(Function):
@@ -124,6 +133,7 @@ class Conv2dFunction(Function):
         if is_grad_enabled():
             gx, gw = conv_grads(grad_output, input, weight, ctx.geometry, need_x, need_w)
             gb = grad_output.sum((0, 2, 3)) if need_b else None
+            gx, gw, gb = _read_by_torch(gx, gw, gb, input, weight)
         else:           # one kernel call for all three
             gx, gw, gb = (wrap(g) for g in all_conv_grads(grad_output._data, input._data, weight._data,
                                                            ctx.geometry, need_x, need_w, need_b))
@@ -159,4 +169,6 @@ class ConvTranspose2dFunction(Function):
             gx = wrap(conv(g, weight._data, None, geometry)) if need_x else None
             gw = wrap(conv_weight_grad(input._data, g, geometry, weight.shape)) if need_w else None
         gb = _bias_grad(grad_output) if need_b else None
+        if is_grad_enabled():
+            gx, gw, gb = _read_by_torch(gx, gw, gb, input, weight)
         return gx, gw, gb, None, None, None, None, None

@@ -7,6 +7,7 @@ pooling itself for the averages), so double backward works.
 import numpy as np
 
 from cextend import _ops_pool
+from cextend._ops._record import reads_through
 from cextend.autograd.function import Function
 from cextend.functions._tensors import wrap
 from cextend.functions.conv import float_operands
@@ -30,7 +31,8 @@ class MaxPool2dFunction(Function):
     @staticmethod
     def backward(ctx, grad_values, grad_indices):
         input, indices = ctx.saved_tensors
-        return _ScatterToIndices.apply(grad_values, indices._data, input.shape), None, None, None, None, None
+        grad = _ScatterToIndices.apply(grad_values, indices._data, input.shape)
+        return reads_through("MaxPool2DWithIndicesBackwardBackward", grad, input), None, None, None, None, None
 
 
 class _ScatterToIndices(Function):
@@ -78,7 +80,8 @@ class AvgPool2dFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         input, = ctx.saved_tensors
-        return (_AvgPool2dBackward.apply(grad, input.shape, ctx.params),) + (None,) * 6
+        grad = _AvgPool2dBackward.apply(grad, input.shape, ctx.params)
+        return (reads_through("AvgPool2DBackwardBackward", grad, input),) + (None,) * 6
 
 
 class _AvgPool2dBackward(Function):
