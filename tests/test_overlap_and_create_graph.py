@@ -57,6 +57,13 @@ def test_other_writes_refuse_an_expanded_tensor(lib, F, op):
 
 
 @each_lib
+def test_fill_with_a_tensor_refuses_an_expanded_tensor(lib, F):
+    _, x = _expanded(lib)
+    with pytest.raises(RuntimeError, match=INTERNAL):
+        x.fill_(lib.tensor(2.0))
+
+
+@each_lib
 def test_copy_onto_the_same_elements_is_a_no_op(lib, F):
     base, x = _expanded(lib)
     x.copy_(x)
@@ -157,3 +164,95 @@ def test_addcdiv_backward_with_an_integer_divisor_raises(lib, F):
     s = lib.tensor([1.0, 2.0], requires_grad=True)
     s.addcdiv(lib.tensor([1.0, 3.0]), lib.tensor([2, 4])).sum().backward()      # self's gradient only
     assert s.grad.tolist() == [1.0, 1.0]
+
+
+# -- found by a 60,000-program fuzz run (seed 9301) -----------------------------------------
+
+@each_lib
+def test_setitem_everything_with_itself_and_scaled_overlaps(lib, F):
+    x = lib.tensor([[1.75, 0.25, 2.75]]).relu()
+    with lib.no_grad():
+        x[...] = x                                  # the same elements: a no-op, as copy_
+    assert x.tolist() == [[1.75, 0.25, 2.75]]
+    y = lib.tensor([-1.0]) * 2
+    with pytest.raises(RuntimeError, match=PARTIAL):
+        y.add_(y[0], alpha=0.5)                     # alpha does not hide the operand's overlap
+
+
+@each_lib
+def test_index_fill_through_an_expanded_tensor_writes_every_sharing_row(lib, F):
+    base = lib.tensor([[0.1875, 0.4375, -0.125, -0.625]])
+    base.expand(3, 4).index_fill_(0, lib.tensor([1]), lib.tensor(-float("inf")))
+    assert base.tolist() == [[-float("inf")] * 4]
+
+
+@each_lib
+def test_backward_to_a_non_leaf_input_frees_its_grad_fn(lib, F):
+    a = lib.tensor([1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    c = b.exp()
+    (c.exp() * 1).sum().backward(inputs=[c])
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        c.sum().backward()
+    b.sum().backward()                              # one node further down is untouched
+    assert np.allclose(a.grad.numpy(), np.exp([1.0, 2.0]))
+
+
+@each_lib
+def test_addmm_saves_only_what_the_wanted_gradients_read(lib, F):
+    x = lib.tensor([[1.0, 2.0]], requires_grad=True)
+    m1, m2 = lib.ones(1, 3), lib.ones(3, 2)
+    y = x.addmm(m1, m2)
+    m2.mul_(m2)                                     # no gradient reads m2: no error
+    y.sum().backward()
+    y.sum().backward()                              # nothing saved, nothing freed
+    assert x.grad.tolist() == [[2.0, 2.0]]
+    w = lib.ones(1, 3, requires_grad=True)
+    z = x.detach().addmm(w, m2)
+    m2.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+@each_lib
+def test_zero_signs_of_pow_cumsum_and_bce(lib, F):
+    base = lib.tensor([-0.0, -0.0, -0.0, 0.0, -0.0])
+    signs = np.signbit(base.pow(lib.tensor([1.0, 3.0, 2.0, 1.0, 0.5])).numpy())
+    assert signs.tolist() == [True, True, False, False, False]         # C's pow at zero
+    assert np.signbit(lib.tensor(-0.0).cumsum(0).numpy())              # a 0-d input is copied
+    assert not np.signbit(lib.tensor([-0.0, 1.0]).cumsum(0).numpy()[0])
+    loss = F.binary_cross_entropy(lib.tensor([-0.0, 0.5]), lib.tensor([0.0, 0.5]), reduction="none")
+    assert not np.signbit(loss.numpy()[0])
+    assert lib.tensor(False).cumsum_(0).item() is False                # 0-d bool: no kernel needed
+
+
+@each_lib
+def test_matmul_with_a_vector_returns_no_view(lib, F):
+    a, v, w = lib.ones(3, 4), lib.ones(4), lib.ones(3)
+    for r in (a.mv(v), a @ v, w @ a, lib.ones(2, 3, 4) @ v, w @ lib.ones(2, 3, 4)):
+        assert r._base is None
+        r.detach_()
+
+
+@each_lib
+def test_out_rules_of_var_sum_and_logical_not(lib, F):
+    x = lib.tensor([0.5, -0.0, 2.5])
+    for op in (lib.var, lib.std):
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            op(x, False, out=lib.tensor(0.0))
+    ints = lib.tensor([[1, 2], [0, 0]])
+    for op in (lib.sum, lib.nansum):
+        out = lib.zeros(2, dtype=lib.bool)
+        op(ints, 1, out=out)
+        assert out.tolist() == [True, False]
+    out = lib.zeros(0, dtype=lib.bool)
+    lib.logical_not(lib.ones(2, requires_grad=True), out=out)          # not differentiable: allowed
+    assert out.tolist() == [False, False]
+
+
+@each_lib
+def test_linear_has_no_bool_kernel(lib, F):
+    a, w = lib.ones(2, 3, dtype=lib.bool), lib.ones(4, 3, dtype=lib.bool)
+    for call in (lambda: F.linear(a, w), lambda: F.linear(a, w, lib.ones(4, dtype=lib.bool))):
+        with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
+            call()

@@ -399,6 +399,8 @@ def _alpha(input, other, alpha, op):
     if not isinstance(alpha, (int, float)):
         raise TypeError("%s(): argument 'alpha' must be a number, not %s" % (op, type(alpha).__name__))
     other = require_operand(other, op)
+    if op.endswith("_") and is_tensor(input):
+        check_no_partial(input._data, (other,))    # torch's fused kernel reads other itself
     if op.startswith(("sub", "rsub")):
         _sub_check(input, other, None)      # before other * alpha hides a bool operand
     bool_result = _is_bool_tensor(input) and (_is_bool_tensor(other) or isinstance(other, bool))
@@ -601,7 +603,11 @@ def _power(x, y):
             return special(x)
     out = np.power(x, y)
     if type(x) is np.ndarray and x.dtype.kind == "f" and type(y) is np.ndarray:
-        out = np.where((x == 0) & (y > 0), np.abs(out), out) if (x == 0).any() else out
+        if (x == 0).any():
+            # C's pow: (+-0) ** odd integer keeps the zero's sign, any other positive power is +0
+            odd_integer = (np.floor(y) == y) & (np.remainder(y, 2) == 1)
+            zero_power = np.where(odd_integer, x, np.zeros_like(out)).astype(out.dtype, copy=False)
+            out = np.where((x == 0) & (y > 0), zero_power, out)
     if type(x) is np.ndarray and x.dtype.kind == "f":
         negative_inf = np.isneginf(x)
         if negative_inf.any():
@@ -901,7 +907,7 @@ def _unary_inplace(self, data, node_cls):
 def _logical_not(input, *, out=None):
     data = np.logical_not(require_tensor(input, "logical_not")._data)
     if out is not None:
-        rec.check_out(out, "logical_not", input)
+        rec.check_out(out, "logical_not", input, differentiable=False)
         return rec.write_out(out, data, "logical_not")
     return _wrap(_as_ndarray(data, np.bool_))
 

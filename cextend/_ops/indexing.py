@@ -223,9 +223,25 @@ def copy_into(self, src, expanded_ok=False):
     source = src._data
     if type(self._data) is DeviceArray or type(source) is DeviceArray:
         _device_copy(self, source)
+    elif expanded_ok and 0 in self._data.strides:
+        _write_changed(self._data, source)
     else:
         np.copyto(self._data, source, casting="unsafe")
     return rec.finish_inplace(self, node)
+
+
+def _write_changed(target, source):
+    """Write only the elements whose bits change: through an expanded
+    target this is what torch's in-place kernel leaves (index_fill_ of one
+    row writes every row that shares its memory), where a whole copy would
+    let the last row written win."""
+    source = np.broadcast_to(np.asarray(source, target.dtype), target.shape)
+    bits = np.dtype("u%d" % target.dtype.itemsize) if target.dtype.itemsize in (1, 2, 4, 8) else None
+    if bits is None or target.dtype.kind == "b":
+        changed = target != source
+    else:
+        changed = target.view(bits) != np.ascontiguousarray(source).view(bits)
+    np.copyto(target, source, where=changed)
 
 
 def _same_elements(a, b):
@@ -262,8 +278,10 @@ def fill_(self, value):
     if is_tensor(value) and value._data.ndim != 0:
         raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with %d "
                            "dimensions." % value._data.ndim)
-    # torch's fill_ checks no overlap: an expanded tensor fills, a value
-    # tensor is read once before any write
+    # torch's fill_ of a number writes through an expanded tensor; its
+    # fill_ of a tensor refuses one
+    if is_tensor(value):
+        rec.check_writable(self)
     recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_FillNode(), (self, value)) if recording else None
     fill = value._data if is_tensor(value) else checked_scalar(value, self._data.dtype)
@@ -276,6 +294,13 @@ def fill_(self, value):
 
 method("fill_", fill_)
 method("zero_", lambda self: fill_(self, 0))
+
+
+def _copy_to(target, value):
+    """torch's copy_to: a value of the target's shape is copied as is (so
+    x[...] = x is a copy onto the same elements); another shape loses its
+    leading ones first."""
+    copy_(target, value if value._data.shape == target._data.shape else _without_leading_ones(value))
 
 
 def setitem(self, key, value):
@@ -291,21 +316,21 @@ def setitem(self, key, value):
         fill_(self, value) if not is_tensor(value) else copy_(self, value)
         return
     _check_key(self, parts)
-    if is_tensor(value):
-        value = _without_leading_ones(value)
     if _selects_everything(parts, self._data.shape):
         if is_tensor(value):
-            copy_(self, value)
+            _copy_to(self, value)
         else:
             fill_(self, value)
         return
     if _is_basic(parts):
         region = getitem(self, key)
         if is_tensor(value):
-            copy_(region, value)
+            _copy_to(region, value)
         else:
             fill_(region, value)
         return
+    if is_tensor(value):
+        value = _without_leading_ones(value)
     np_key, sources = _advanced_key(parts)
     if len(np_key) == 1 and getattr(np_key[0], "dtype", None) == np.bool_ and \
             (not is_tensor(value) or value._data.ndim == 0):

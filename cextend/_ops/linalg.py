@@ -46,7 +46,8 @@ _MmNode = rec.node_class("MmBackward", _mm_backward)
 
 
 # torch's CPU kernel names, which its "not implemented for 'Bool'" names
-_BOOL_KERNELS = {"mm": "addmm_impl_cpu_", "matmul": "bmm", "dot": "dot", "mv": "addmv_impl_cpu"}
+_BOOL_KERNELS = {"mm": "addmm_impl_cpu_", "matmul": "bmm", "dot": "dot", "mv": "addmv_impl_cpu",
+                 "addmm": "addmm_impl_cpu_", "linear": "addmm_impl_cpu_"}
 
 
 def _check_same_dtype(a, b, op):
@@ -100,6 +101,17 @@ def _batched(a, b):
     return result
 
 
+def _no_longer_a_view(t):
+    """torch squeezes a 1-D operand's dim away in place (squeeze_), so the
+    result is no view (detach_() works on it): its base, a fresh product
+    nobody else holds, is forgotten."""
+    t._base = None
+    t._view_fn = None
+    t._creation_meta = 0
+    t._version_counter = [t._version_counter[0]]
+    return t
+
+
 def matmul(input, other, *, out=None):
     """torch.matmul: 1-D operands are promoted and the added dim removed;
     batch dims broadcast."""
@@ -129,6 +141,8 @@ def matmul(input, other, *, out=None):
             result = result.squeeze(-1)
         if da == 1:
             result = result.squeeze(-2 if db > 1 else -1)
+        if result._base is not None:
+            result = _no_longer_a_view(result)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
         return rec.write_out(out, result._data, "matmul", strict="c_type")
@@ -213,7 +227,9 @@ def _add_scaled_product(name, node_cls, input, m1, m2, beta, alpha, product):
     if rec.needs_grad(x, m1, m2):
         node = rec.record(node_cls, (x, m1, m2), result)
         node.beta, node.alpha = beta, alpha
-        node._saved = (rec.save(m1), rec.save(m2))
+        # torch saves each matrix only for the other's gradient: changing
+        # one that no gradient reads, or a second backward, is fine there
+        node._saved = (rec.save(m1) if node.needs(2) else None, rec.save(m2) if node.needs(1) else None)
     return result
 
 
@@ -354,6 +370,8 @@ def linear(input, weight, bias=None):
     w = require_tensor(weight, "linear", "weight")
     b = None if bias is None else require_tensor(bias, "linear", "bias")
     _check_linear(x, w, b)
+    if x._data.dtype.kind == "b" and w._data.ndim == 2:
+        _check_same_dtype(x, w, "linear")      # torch's addmm has no bool kernel
     if x.is_cuda or w.is_cuda or (b is not None and b.is_cuda):
         from cextend.functions.linear import LinearFunction
         return LinearFunction.apply(x, w, b)

@@ -226,7 +226,7 @@ def _bce_compute(p, y, w=None):
     # torch clamps each log at -100 so that p = 0 or 1 gives a finite loss.
     log_p = np.maximum(np.log(p), -100)
     log_q = np.maximum(np.log1p(-p), -100)
-    loss = -(y * log_p + (1 - y) * log_q)
+    loss = (y - 1) * log_q - y * log_p         # torch's kernel's form: the sign of a zero loss is its
     return loss if w is None else loss * w
 
 

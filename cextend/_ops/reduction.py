@@ -126,12 +126,19 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         rec.no_out(out, "sum")
     rt = _reduction_dtype(x, dtype, "sum") if out is None else out_reduction_dtype(out, dtype, "sum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
-    result = quietly(lambda: data.sum(axis=dims, keepdims=keepdim))     # inf + -inf is NaN, silently
+    result = quietly(lambda: _sum_in(data, dims, keepdim))     # inf + -inf is NaN, silently
     result = _array(result, rt)
     if out is not None:
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum")
     return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
+
+
+def _sum_in(data, dims, keepdim):
+    """A sum in data's own dtype: a bool sum (out= a bool tensor) is any()."""
+    if data.dtype == np.bool_:
+        return data.any(axis=dims, keepdims=keepdim)
+    return data.sum(axis=dims, keepdims=keepdim)
 
 
 def _array(value, dtype):
@@ -180,7 +187,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     rt = _reduction_dtype(x, dtype, "nansum") if out is None else out_reduction_dtype(out, dtype, "nansum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
     result = _array(quietly(np.nansum, data, dims, None, None, keepdim) if rt.kind == "f"
-                    else data.sum(axis=dims, keepdims=keepdim), rt)
+                    else _sum_in(data, dims, keepdim), rt)
     if out is not None:
         rec.check_out(out, "nansum", x)
         return rec.write_out(out, result, "nansum")

@@ -52,8 +52,8 @@ def cumsum(input, dim, *, dtype=None, out=None):
     dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumsum")
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = quietly(np.cumsum, data, d, dt) if data.ndim else data.copy()
-    if dt.kind == "f":
-        result = result + dt.type(0)        # torch's sum starts from +0.0: -0.0 becomes +0.0
+    if dt.kind == "f" and data.ndim:
+        result = result + dt.type(0)        # torch's sum starts from +0.0: -0.0 becomes +0.0 (a 0-d input is copied)
     if out is not None:
         rec.check_out(out, "cumsum", x)
         return rec.write_out(out, result, "cumsum")
@@ -65,7 +65,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
 
 
 def _refuse_bool_inplace(self, name):
-    if self._data.dtype.kind == "b":     # the result (int64) has no way back into bool
+    if self._data.dtype.kind == "b" and self._data.ndim:     # torch copies a 0-d tensor, kernel-free     # the result (int64) has no way back into bool
         raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
 
 

@@ -157,7 +157,16 @@ _VarNode = rec.node_class("VarBackward", _var_backward)
 _StdNode = rec.node_class("StdBackward", _std_backward)
 
 
+def _no_out_for_unbiased_only(op, dim, out):
+    if out is not None and isinstance(dim, bool):       # torch's var(input, unbiased) has no out=
+        raise TypeError("%s() received an invalid combination of arguments - got (Tensor, bool, out=Tensor), "
+                        "but expected one of:\n * (Tensor input, tuple of ints dim, bool unbiased = True, "
+                        "bool keepdim = False, *, Tensor out = None)\n * (Tensor input, tuple of ints dim = None, "
+                        "*, Number correction = None, bool keepdim = False, Tensor out = None)" % op)
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    _no_out_for_unbiased_only("var", dim, out)
     x = require_tensor(input, "var")
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "var")
     data, _ = _var_data(x, dims, corr, count, keepdim)
@@ -167,6 +176,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    _no_out_for_unbiased_only("std", dim, out)
     x = require_tensor(input, "std")
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "std")
     variance, _ = _var_data(x, dims, corr, count, keepdim)

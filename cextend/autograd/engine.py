@@ -234,6 +234,10 @@ def execute(roots, retain_graph, create_graph, capture=None):
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
                     buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
+            elif not retain_graph and node in target_nodes and type(node) is not AccumulateGrad:
+                # torch runs a captured input's grad_fn (dropping what it
+                # returns) and so frees its saved tensors like any other
+                node._release()
             for child, _ in edges:
                 if child is not None:
                     left = dependencies.get(child)

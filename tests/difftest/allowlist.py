@@ -210,12 +210,15 @@ def unspecified(finding):
     if finding.kind != "state" or " = " not in line:
         return None
     target = line.split(" = ")[0].strip()
-    op = finding.stmt.op.split(" [")[0].rstrip("_")
+    op = finding.stmt.op.split(" [")[0].split(" ")[0].rstrip("_")      # "topk out=" is topk
     called = set(re.findall(r"(\w+)\(", line.split(" = ", 1)[1]))
+    out_pair = re.search(r"out=\((\w+), (\w+)\)", line)         # (values, indices) given as out=
+    index_out = out_pair.group(2) if out_pair else None
     for entry in UNSPECIFIED:
         # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
         if (op in entry.ops or (entry.index_path is None and called & set(entry.ops))) and all((entry.index_path is not None and d.field == "values"
-                                    and d.path == target + entry.index_path)
+                                    and (d.path == target + entry.index_path
+                                         or (entry.index_path == "[1]" and d.path == index_out)))
                                    or (d.field == "zero sign" and d.path.startswith(target))
                                    for d in finding.differences):
             return entry
