@@ -256,3 +256,77 @@ def test_linear_has_no_bool_kernel(lib, F):
     for call in (lambda: F.linear(a, w), lambda: F.linear(a, w, lib.ones(4, dtype=lib.bool))):
         with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
             call()
+
+
+# -- a second 60,000-program run (same seed, after the fixes above) ------------------------
+
+@each_lib
+def test_setitem_of_a_number_refuses_an_expanded_target(lib, F):
+    for key in (Ellipsis, slice(None)):
+        x = lib.tensor([1.75]).expand(4)
+        with pytest.raises(RuntimeError, match=INTERNAL):
+            x[key] = True
+    x = lib.tensor([1.75]).expand(4)
+    x[0] = 1.0                                      # one element: no overlap
+    assert x.tolist() == [1.0] * 4
+
+
+@each_lib
+def test_setitem_of_a_0d_tensor_inside_the_target_fills(lib, F):
+    v = lib.tensor([2.75, 2.0])
+    strided = v[::2]
+    strided[:] = strided.unbind(0)[0]
+    assert v.tolist() == [2.75, 2.0]
+
+
+@each_lib
+def test_products_save_only_the_factor_the_other_gradient_reads(lib, F):
+    m = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+    v = lib.tensor([1.0, -1.0], requires_grad=True)
+    y = lib.mv(m, v)
+    m.mul_(2)                                       # v's gradient reads m: raises
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    m = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = m @ v
+    v.data.mul_(2)                                  # no gradient reads v (m does not require grad)
+    y.sum().backward()
+    assert v.grad.tolist() == [4.0, 6.0]
+
+
+@each_lib
+def test_backward_to_a_non_leaf_runs_its_grad_fn_but_grad_does_not(lib, F):
+    v0 = lib.tensor([[-0.5]], requires_grad=True)
+    v1 = v0 * 2
+    lib.autograd.grad((v1 * lib.tensor([[-0.75]])).sum(), [v1])
+    v1.mean().backward()                            # autograd.grad left v1's grad_fn alone
+    assert v0.grad.tolist() == [[2.0]]
+
+
+@each_lib
+@pytest.mark.parametrize("name", ["relu", "hardtanh", "max_pool2d", "conv2d", "avg_pool2d"])
+def test_create_graph_gradient_nodes_free_what_they_saved(lib, F, name):
+    x = lib.tensor(np.random.default_rng(5).standard_normal((1, 1, 4, 4)), requires_grad=True)
+    w = lib.ones(1, 1, 2, 2, dtype=lib.float64)
+    y = {"max_pool2d": lambda: F.max_pool2d(x, 2), "avg_pool2d": lambda: F.avg_pool2d(x, 2),
+         "conv2d": lambda: F.conv2d(x, w)}.get(name, lambda: getattr(F, name)(x))()
+    g, = lib.autograd.grad((y * 3).sum(), [x], create_graph=True)
+    g.mean().backward()
+    if name == "avg_pool2d":                        # its formula saves shapes only
+        (g * 2).sum().backward()
+    else:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            (g * 2).sum().backward()
+
+
+@each_lib
+def test_conv1d_result_is_no_view_and_bool_edge_cases(lib, F):
+    x, w = lib.ones(1, 2, 5, dtype=lib.float64), lib.ones(3, 2, 2, dtype=lib.float64)
+    y = F.conv1d(x, w)
+    assert y._base is None
+    y.detach_()
+    assert F.conv1d(x[0], w)._base is not None      # unbatched: a squeeze(0) view, as torch's
+    b = lib.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for 'Bool'"):
+        lib.addcmul(b, b, b)
+    assert lib.zeros(0, 3, dtype=lib.bool).cumprod_(1).shape == (0, 3)

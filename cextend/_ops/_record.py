@@ -82,14 +82,14 @@ def zeros_grad(g):
     return _wrap(np.zeros(g._data.shape, g._data.dtype))
 
 
-def _reads_backward(node, g):
+def _reads_backward(node, g, *saved):
     grads = [g if node.needs(0) else None]
     for i, (shape, dtype) in enumerate(node.read_specs, 1):
         grads.append(_wrap(np.zeros(shape, dtype)) if node.needs(i) and node.zero_derivative else None)
     return tuple(grads)
 
 
-def reads_through(name, grad_input, *read, zero_derivative=True):
+def reads_through(name, grad_input, *read, zero_derivative=True, saves=True):
     """grad_input, made to depend on the tensors a backward formula reads.
 
     Under create_graph torch records its backward formulas as ops: where a
@@ -99,6 +99,8 @@ def reads_through(name, grad_input, *read, zero_derivative=True):
     dependency back, so .grad's requires_grad and a later backward's zero
     .grad match torch's.  zero_derivative=False: torch's formula gives no
     gradient at all (convolution_backward), so none is accumulated.
+    saves: torch's node saves what it read (freed after a backward, checked
+    against in-place changes); avg_pool2d's needs only shapes.
     """
     if not _grad_state.enabled:
         return grad_input
@@ -109,6 +111,8 @@ def reads_through(name, grad_input, *read, zero_derivative=True):
     node = record(_reads_node(name), (grad_input,) + tuple(read), out)
     node.read_specs = [(x._data.shape, x._data.dtype) for x in read]
     node.zero_derivative = zero_derivative
+    if saves:
+        node._saved = tuple(save(x) for x in read)
     return out
 
 

@@ -298,9 +298,22 @@ method("zero_", lambda self: fill_(self, 0))
 
 def _copy_to(target, value):
     """torch's copy_to: a value of the target's shape is copied as is (so
-    x[...] = x is a copy onto the same elements); another shape loses its
-    leading ones first."""
-    copy_(target, value if value._data.shape == target._data.shape else _without_leading_ones(value))
+    x[...] = x is a copy onto the same elements); a 0-d value fills (read
+    once: it may lie inside the target); another shape loses its leading
+    ones first."""
+    if value._data.shape == target._data.shape:
+        copy_(target, value)
+    elif value._data.ndim == 0 and type(value._data) is np.ndarray:
+        fill_(target, value)
+    else:
+        copy_(target, _without_leading_ones(value))
+
+
+def _fill_with_tensor(target, number):
+    """torch's setitem makes a number a 0-d tensor and fills with it: unlike
+    fill_(number), that refuses an expanded target."""
+    rec.check_writable(target)
+    fill_(target, number)
 
 
 def setitem(self, key, value):
@@ -320,14 +333,14 @@ def setitem(self, key, value):
         if is_tensor(value):
             _copy_to(self, value)
         else:
-            fill_(self, value)
+            _fill_with_tensor(self, value)
         return
     if _is_basic(parts):
         region = getitem(self, key)
         if is_tensor(value):
             _copy_to(region, value)
         else:
-            fill_(region, value)
+            _fill_with_tensor(region, value)
         return
     if is_tensor(value):
         value = _without_leading_ones(value)

@@ -9,6 +9,7 @@ import numpy as np
 from cextend import ops
 from cextend._ops import _record as rec
 from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.autograd import views
 from cextend.tensor import _wrap
 from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.registry import Sample, method, register
@@ -45,6 +46,12 @@ def _mm_backward(node, g, a, b):
 _MmNode = rec.node_class("MmBackward", _mm_backward)
 
 
+def _product_saves(node, a, b):
+    """torch saves each factor only for the other's gradient: a factor no
+    wanted gradient reads may change afterwards, and the node runs twice."""
+    return (rec.save(a) if node.needs(1) else None, rec.save(b) if node.needs(0) else None)
+
+
 # torch's CPU kernel names, which its "not implemented for 'Bool'" names
 _BOOL_KERNELS = {"mm": "addmm_impl_cpu_", "matmul": "bmm", "dot": "dot", "mv": "addmv_impl_cpu",
                  "addmm": "addmm_impl_cpu_", "linear": "addmm_impl_cpu_"}
@@ -75,7 +82,7 @@ def mm(input, mat2, *, out=None):
     result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_MmNode, (a, b), result)
-        node._saved = (rec.save(a), rec.save(b))
+        node._saved = _product_saves(node, a, b)
     return result
 
 
@@ -97,19 +104,8 @@ def _batched(a, b):
     result = _wrap(np.asarray(batched_gemm(a._data, b._data)))
     if rec.needs_grad(a, b):
         node = rec.record(_BmmNode, (a, b), result)
-        node._saved = (rec.save(a), rec.save(b))
+        node._saved = _product_saves(node, a, b)
     return result
-
-
-def _no_longer_a_view(t):
-    """torch squeezes a 1-D operand's dim away in place (squeeze_), so the
-    result is no view (detach_() works on it): its base, a fresh product
-    nobody else holds, is forgotten."""
-    t._base = None
-    t._view_fn = None
-    t._creation_meta = 0
-    t._version_counter = [t._version_counter[0]]
-    return t
 
 
 def matmul(input, other, *, out=None):
@@ -142,7 +138,8 @@ def matmul(input, other, *, out=None):
         if da == 1:
             result = result.squeeze(-2 if db > 1 else -1)
         if result._base is not None:
-            result = _no_longer_a_view(result)
+            # torch squeezes the added dim away in place (squeeze_): no view
+            result = views.forget_base(result)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
         return rec.write_out(out, result._data, "matmul", strict="c_type")

@@ -65,7 +65,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
 
 
 def _refuse_bool_inplace(self, name):
-    if self._data.dtype.kind == "b" and self._data.ndim:     # torch copies a 0-d tensor, kernel-free     # the result (int64) has no way back into bool
+    if self._data.dtype.kind == "b" and self._data.ndim and self._data.size:   # 0-d or empty: no kernel runs
         raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
 
 

@@ -127,6 +127,8 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
     dt = result_type(x, t1, t2)
     if dt.kind in "iub" and isinstance(value, float):
         value = int(value)      # torch casts value to the integer type first
+    if name == "addcmul" and dt.kind == "b":
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     if name == "addcdiv" and t1._data.dtype.kind in "iub" and t2._data.dtype.kind in "iub":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2.")

@@ -171,11 +171,12 @@ def _run(node, grads):
     return results
 
 
-def execute(roots, retain_graph, create_graph, capture=None):
+def execute(roots, retain_graph, create_graph, capture=None, run_captured=False):
     """Run the graph from roots [((node, nr), grad)].
 
     capture: None to accumulate into leaves, or a list of edges whose
     total incoming gradient is returned (leaves' .grad untouched).
+    run_captured: run the captured nodes too (backward(inputs=...)).
     """
     from cextend.tensor import Tensor
     buffers = {}
@@ -234,10 +235,13 @@ def execute(roots, retain_graph, create_graph, capture=None):
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
                     buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
-            elif not retain_graph and node in target_nodes and type(node) is not AccumulateGrad:
-                # torch runs a captured input's grad_fn (dropping what it
-                # returns) and so frees its saved tensors like any other
-                node._release()
+            elif run_captured and node in target_nodes and type(node) is not AccumulateGrad:
+                # backward(inputs=[non-leaf]): torch runs the input's grad_fn
+                # (for its retain_grad hook), drops what it returns, and so
+                # reads and frees its saved tensors like any other node's
+                _run(node, grads)
+                if not retain_graph:
+                    node._release()
             for child, _ in edges:
                 if child is not None:
                     left = dependencies.get(child)
@@ -301,7 +305,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             t.retain_grad()     # as torch: a non-leaf input keeps its .grad from now on
     with grad_mode.set_grad_enabled(create_graph):
         accumulated = set()     # inputs=[x, x] accumulates into x once, as torch does
-        for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges)):
+        for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges, run_captured=True)):
             if t.grad_fn is None and id(t) not in accumulated:
                 accumulated.add(id(t))
                 accumulate_into(t, g)

@@ -207,3 +207,15 @@ class CopySlices(Node):
         if self.fn is not None:
             self.fn._release()
             self.fn = None
+
+
+def forget_base(t):
+    """t, a view of a fresh intermediate nobody else holds, made a tensor of
+    its own: where torch reshapes its result in place (squeeze_ after a
+    matmul with a vector, conv1d's squeeze), the result is no view and
+    detach_() works on it."""
+    t._base = None
+    t._view_fn = None
+    t._creation_meta = DEFAULT
+    t._version_counter = [t._version_counter[0]]
+    return t

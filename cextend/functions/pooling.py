@@ -81,7 +81,7 @@ class AvgPool2dFunction(Function):
     def backward(ctx, grad):
         input, = ctx.saved_tensors
         grad = _AvgPool2dBackward.apply(grad, input.shape, ctx.params)
-        return (reads_through("AvgPool2DBackwardBackward", grad, input),) + (None,) * 6
+        return (reads_through("AvgPool2DBackwardBackward", grad, input, saves=False),) + (None,) * 6
 
 
 class _AvgPool2dBackward(Function):

@@ -75,6 +75,7 @@ from cextend._nn_shapes import pool2d_window as _pool2d_window  # noqa: E402
 from cextend._nn_shapes import single as _single  # noqa: E402
 from cextend._ops import nn_integer as _nn_integer  # noqa: E402
 from cextend._ops._nn_checks import torch_name as _torch_name  # noqa: E402
+from cextend.autograd import views  # noqa: E402
 from cextend.tensor import _wrap  # noqa: E402
 from cextend.functions.batchnorm import BatchNormFunction as _BatchNorm  # noqa: E402
 from cextend.functions.conv import Conv2dFunction as _Conv2d  # noqa: E402
@@ -169,6 +170,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     y = _conv2d_any(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                     (1, _single(dilation, "dilation")), groups).squeeze(2)
+    y = views.forget_base(y)            # torch's conv1d result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
 
 
