@@ -25,6 +25,13 @@ def _dense(a):
     return all(st >= 0 for st, n in zip(a.strides, a.shape) if n != 1)
 
 
+def same_layout(a, b):
+    """Same shape and strides; a size-1 dim's stride does not count (numpy
+    and torch give it different values: x[None] has stride 0 in numpy)."""
+    return (a.itemsize == b.itemsize and a.shape == b.shape
+            and all(sa == sb for sa, sb, n in zip(a.strides, b.strides, a.shape) if n != 1))
+
+
 def _start(a):
     return a.__array_interface__["data"][0]
 
@@ -40,8 +47,7 @@ def status(a, b):
     a_begin, b_begin = _start(a), _start(b)
     a_end, b_end = a_begin + a.nbytes, b_begin + b.nbytes
     if a_begin == b_begin and a_end == b_end:
-        same = a.itemsize == b.itemsize and a.ndim == b.ndim and a.strides == b.strides
-        return FULL if same else PARTIAL
+        return FULL if same_layout(a, b) else PARTIAL
     return PARTIAL if a_begin < b_end and b_begin < a_end else NO
 
 

@@ -330,3 +330,77 @@ def test_conv1d_result_is_no_view_and_bool_edge_cases(lib, F):
     with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for 'Bool'"):
         lib.addcmul(b, b, b)
     assert lib.zeros(0, 3, dtype=lib.bool).cumprod_(1).shape == (0, 3)
+
+
+# -- a third run (seed 9401) ------------------------------------------------------------------
+
+@each_lib
+def test_lerp_weight_and_out_dtype_rules(lib, F):
+    a, b = lib.ones(2), lib.zeros(2)
+    for w in (lib.tensor(5), lib.tensor(0.5, dtype=lib.float64), lib.tensor(True)):
+        lib.lerp(a, b, w)                                   # a 0-d weight may be any dtype
+        a.clone().lerp_(b, w)
+    with pytest.raises(RuntimeError, match="expected dtype float for `weight` but got dtype long int"):
+        lib.lerp(a, b, lib.tensor([5]))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        lib.lerp(a, b, a, out=lib.zeros(2, dtype=lib.float64))
+    out = lib.zeros(2, dtype=lib.float64)
+    lib.lerp(a, b, 0.25, out=out)                           # a number weight: out casts
+    assert out.tolist() == [0.75, 0.75]
+
+
+@each_lib
+def test_saved_indices_cumprod_result_and_detached_inputs(lib, F):
+    i, w = lib.tensor([0, 2]), lib.ones(3, 2, requires_grad=True)
+    y = F.embedding(i, w)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()                                  # the indices were saved and freed
+    x = lib.tensor(1.3125, requires_grad=True)
+    c = x.clone()
+    c.cumprod_(0)
+    c.fill_(0.25)                                           # cumprod_ saved its result: c
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+    v0 = lib.tensor([-0.5, 1.5], requires_grad=True)
+    v1 = v0.clone()
+    v4 = lib.tensor(False) ** v1
+    v1.detach_()
+    with pytest.raises(RuntimeError, match="Trying to use a saved tensor that has been detached in-place"):
+        v4.sum().backward()
+
+
+@each_lib
+def test_more_gradient_rules(lib, F):
+    x = lib.tensor([[-1.0625, float("nan")], [1.6875, -1.8125]], requires_grad=True)
+    x.norm(float("inf")).backward()                         # a NaN is among the extremes
+    assert np.array_equal(x.grad.numpy(), np.zeros((2, 2), np.float32))
+    w = lib.ones(3, 4, dtype=lib.float64, requires_grad=True)
+    y = F.layer_norm(lib.ones(2, 3, 4, dtype=lib.float64).cumsum(-1), (3, 4), w, None)
+    gw, = lib.autograd.grad(y.sum(), [w], create_graph=True)
+    assert gw.requires_grad
+    gw.sum().backward()
+    assert w.grad is None
+    v = lib.tensor([1.5], requires_grad=True)
+    buf = lib.tensor([0.5, -1.5]).clone()
+    buf.add_(v.expand(2), alpha=2)                          # alpha stays a number: nothing freed
+    buf.tanh().sum().backward()
+    buf.sum().backward()
+    o = lib.zeros(2)
+    lib.floor_divide(lib.tensor([1.5, -2.0], requires_grad=True), 2.0, out=o)
+    assert o.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        o.sum().backward()
+
+
+@each_lib
+def test_empty_bool_products_and_scans(lib, F):
+    b = lib.bool
+    assert (lib.ones(0, 4, dtype=b) @ lib.ones(4, 3, dtype=b)).shape == (0, 3)
+    assert (lib.ones(2, 0, dtype=b) @ lib.ones(0, 3, dtype=b)).tolist() == [[False] * 3] * 2
+    with pytest.raises(NotImplementedError, match="\"dot\" not implemented for 'Bool'"):
+        lib.ones(0, dtype=b) @ lib.ones(0, dtype=b)
+    assert lib.cumsum(lib.tensor(0.5), -1, out=lib.tensor(False)).item() is True
+    v = (lib.tensor([[-0.5, 2.75, -1.75]]) * 1).relu()
+    v[None, -1] = v                                         # the same elements (a size-1 dim's stride aside)
+    assert v.tolist() == [[0.0, 2.75, 0.0]]

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from cextend._overlap import check_no_partial
+from cextend.autograd import views
 from cextend._fpe import quietly, restore, silence
 from cextend._scalars import checked_scalar
 from cextend.autograd.grad_mode import _state as _grad_state
@@ -51,6 +52,7 @@ class Binary:
         self.check = check
         self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
         self.differentiable_out = backward is not None
+        self.out_keeps_history = False      # floor_divide: torch records its node on out= anyway
 
     def dtypes(self, a, b):
         """(computing dtype, output dtype)."""
@@ -129,7 +131,11 @@ class Binary:
             # comparisons, logical ops and floor_divide have no derivative:
             # torch accepts their out= even when an input requires grad
             rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
-            return rec.write_out(out, _as_ndarray(data, ot), self.name)
+            written = rec.write_out(out, _as_ndarray(data, ot), self.name)
+            if self.out_keeps_history and out._data.dtype.kind == "f" and rec.needs_grad(a, b):
+                # torch records its not-implemented node on a float out= too
+                views.rebase_history(out, rec.connect(rec.new_node(self.node), (a, b)), 0)
+            return written
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b):
             node = rec.record(self.node, (a, b), result)
@@ -424,7 +430,11 @@ def _alpha(input, other, alpha, op):
         if other._data.dtype != rt:
             from cextend._dtype import from_numpy
             other = other.to(from_numpy(rt))
-    return other * alpha
+    scaled = other * alpha
+    if scaled._grad_fn is not None:
+        # torch's add/sub keep alpha as a number: nothing to free after backward
+        scaled._grad_fn._keeps_wrapped_number = False
+    return scaled
 
 
 @register("add", inplace=lambda self, other, alpha=1: _ADD.inplace(self, _alpha(self, other, alpha, "add_")),
@@ -491,6 +501,7 @@ _TRUNC_DIV = Binary("div", _trunc_divide, _zero_backward, saves=_keep_both,
 _FLOOR_DIVIDE = Binary("floor_divide", np.floor_divide, None, check=_integer_division_check)
 _FLOOR_DIVIDE.node = rec.not_implemented("FloorDivideBackward",
                                          "derivative for aten::floor_divide is not implemented")
+_FLOOR_DIVIDE.out_keeps_history = True
 # nor does remainder with a number as the dividend
 _RREMAINDER = Binary("remainder", _remainder, None, check=_remainder_check)
 _RREMAINDER.node = rec.not_implemented("RemainderBackward", "derivative for aten::remainder is not implemented")

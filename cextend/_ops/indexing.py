@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from cextend._overlap import check_no_overlap, check_no_partial
+from cextend._overlap import check_no_overlap, check_no_partial, same_layout
 from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
 from cextend._ops import _record as rec
@@ -247,8 +247,8 @@ def _write_changed(target, source):
 def _same_elements(a, b):
     if a is b:
         return True
-    return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape
-            and a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and same_layout(a, b)
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
 def _device_copy(self, source):

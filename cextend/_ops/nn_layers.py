@@ -46,6 +46,12 @@ def _layer_norm_backward(node, g, x, weight, bias):
         grad_w = (g * xhat).sum(batch) if batch else g * xhat
     if bias is not None and node.needs(2):
         grad_b = g.sum(batch) if batch else g
+    if grad_mode.is_grad_enabled():
+        # torch's native_layer_norm_backward is one recorded op of (grad, input,
+        # weight, bias): each gradient requires grad through all of them
+        grad_x, grad_w, grad_b = (None if r is None else rec.reads_through(
+            "NativeLayerNormBackwardBackward", r, x, weight, bias, zero_derivative=False)
+            for r in (grad_x, grad_w, grad_b))
     return grad_x, grad_w, grad_b
 
 
@@ -247,7 +253,9 @@ class _Lookup:
         return rows.reshape(self.indices.shape + (gg.shape[1],))
 
 
-def _embedding_backward(node, g):
+def _embedding_backward(node, g, indices):
+    # indices: saved as torch saves them (a version-checked variable, freed
+    # after backward); their values are already in node.lookup
     return _embedding_accumulate(g, node.lookup)
 
 
@@ -316,6 +324,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if rec.needs_grad(w):
         node = rec.record(_EmbeddingNode, (w,), result)
         node.lookup = _Lookup(indices, num, padding_idx, scale_grad_by_freq)
+        node._saved = (rec.save(idx),)
     return result
 
 

@@ -34,11 +34,11 @@ def _cumsum_backward(node, g):
 _CumsumNode = rec.node_class("CumsumBackward", _cumsum_backward)
 
 
-def _out_scan_dtype(out, dtype, name):
+def _out_scan_dtype(out, dtype, name, kernel_runs=True):
     """With out=, torch scans the input cast to out's dtype (dtype=, when
     given, must name out's)."""
     rec.check_out(out, name, differentiable=False)
-    if out._data.dtype == np.bool_:
+    if out._data.dtype == np.bool_ and kernel_runs:        # a 0-d input is copied, kernel-free
         raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
     if dtype is not None and _dtype.as_dtype(dtype).numpy != out._data.dtype:
         raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
@@ -49,7 +49,7 @@ def _out_scan_dtype(out, dtype, name):
 def cumsum(input, dim, *, dtype=None, out=None):
     x = require_tensor(input, "cumsum")
     d = _dim_of(x, dim)
-    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumsum")
+    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumsum", x._data.ndim > 0)
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = quietly(np.cumsum, data, d, dt) if data.ndim else data.copy()
     if dt.kind == "f" and data.ndim:
@@ -106,7 +106,7 @@ _CumprodNode = rec.node_class("CumprodBackward", _cumprod_backward)
 def cumprod(input, dim, *, dtype=None, out=None):
     x = require_tensor(input, "cumprod")
     d = _dim_of(x, dim)
-    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumprod")
+    dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumprod", x._data.ndim > 0)
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = quietly(np.cumprod, data, d, dt) if data.ndim else data.copy()
     if out is not None:
@@ -120,12 +120,18 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return t
 
 
-_cumprod_via_copy = rec.inplace_via(cumprod)
-
-
 def _cumprod_inplace(self, dim, *, dtype=None):
+    """x.cumprod_(dim): cumprod of a copy of x, copied back; the node saves x
+    itself as its result, as torch's, so changing x afterwards makes the
+    backward raise there too."""
     _refuse_bool_inplace(self, "cumprod")
-    return _cumprod_via_copy(self, dim, dtype=dtype)
+    recording = rec.needs_grad(self)
+    result = cumprod(self.clone() if recording else self, dim, dtype=dtype)
+    node = result._grad_fn if recording else None
+    self.copy_(result)
+    if type(node) is _CumprodNode:
+        node._saved = (node._saved[0], rec.save_output(self))
+    return self
 
 
 def _scan_samples(rng):

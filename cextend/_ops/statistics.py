@@ -274,7 +274,7 @@ def _norm_backward(node, g, x, norm):
     if p == 2:
         return gg * (x / n).masked_fill(n == 0, 0)
     if math.isinf(p):
-        mask = x.abs() == n
+        mask = (x.abs() == n).logical_or(x.abs().isnan())     # torch's: a NaN is among the extremes
         return x.sgn() * ((gg / mask.sum(node.dims, keepdim=True)) * mask)
     if p < 1:
         scaled = (x.sgn() * x.abs().pow(p - 1)).masked_fill(x == 0, 0)

@@ -4,7 +4,7 @@ import numpy as np
 
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
-from cextend._ops._operands import as_array, is_tensor, require_operand, require_tensor
+from cextend._ops._operands import as_array, is_tensor, operand, require_operand, require_tensor
 from cextend._ops.arithmetic import check_broadcasts_into
 from cextend._ops.registry import Sample, register
 from cextend._promotion import result_type
@@ -49,7 +49,7 @@ def _lerp(start, end, weight, inplace=False):
     w = require_operand(weight, "lerp", "weight")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("expected dtype %s for `end` but got dtype %s" % (_c_name(a), _c_name(b)))
-    if is_tensor(w) and w._data.dtype != a._data.dtype:
+    if is_tensor(w) and w._data.ndim and w._data.dtype != a._data.dtype:     # a 0-d weight may be any dtype
         raise RuntimeError("expected dtype %s for `weight` but got dtype %s" % (_c_name(a), _c_name(w)))
     if a._data.dtype.kind != "f":
         from cextend._promotion import _torch_name
@@ -76,7 +76,13 @@ def _lerp(start, end, weight, inplace=False):
 
 def lerp(input, end, weight, *, out=None):
     result = _lerp(input, end, weight)
-    return result if out is None else rec.finish_out(out, result, "lerp", input, end, weight)
+    if out is None:
+        return result
+    # torch's lerp with a dimensioned weight wants out in the result's dtype;
+    # with a number (or a 0-d weight) it casts where it can
+    w = operand(weight)
+    strict = "Found dtype %(out)s but expected %(result)s" if is_tensor(w) and w._data.ndim else False
+    return rec.finish_out(out, result, "lerp", input, end, weight, strict=strict)
 
 
 register("lerp", lerp, inplace=lambda self, end, weight: _lerp(self, end, weight, inplace=True),

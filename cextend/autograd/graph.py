@@ -183,11 +183,16 @@ class SavedTensor:
             self.requires_grad = tensor._requires_grad
         else:
             self.tensor = tensor
+            self.requires_grad = tensor._grad_fn is not None      # for inputs: had a history
 
     def unpack(self, node):
         if self.version_counter[0] != self.version:
             raise RuntimeError(_modified_message(self, node))
         if self.tensor is not None:
+            if self.requires_grad and self.tensor._grad_fn is None:
+                raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with "
+                                   ".detach_().This is not supported, please use out-of-place `.detach()` "
+                                   "instead")
             return self.tensor
         from cextend.tensor import _wrap
         out = _wrap(self.data)

@@ -122,7 +122,17 @@ def _out_expanded(code, torch_error, cextend_error, history):
             and "more than one element of the written-to tensor refers to a single memory" in str(cextend_error))
 
 
+def _matmul_strided_batched_out(code, torch_error, cextend_error, history):
+    return (cextend_error is None and "matmul(" in code and "out=" in code
+            and "must match the size of tensor b" in str(torch_error))
+
+
 ALLOWED = [
+    Deviation("matmul into a strided batched out=",
+              "torch.matmul of a batched (3-d or more) and a 2-d operand with out= a tensor of the "
+              "result's shape but transposed strides raises a size mismatch in torch 2.13 (its folded "
+              "product is written through the out's strides, a torch bug); cextend writes the product",
+              _matmul_strided_batched_out),
     Deviation("out= an expanded tensor",
               "a reduction, matrix product or tril/triu with out= an expanded (stride-0) tensor: torch "
               "writes every result into the shared element (sum adds them all, amax keeps the largest); "
@@ -194,8 +204,11 @@ UNSPECIFIED = [
     Unspecified("argsort among ties", "argsort (stable=False) may order equal values differently",
                 ("argsort",), ""),
     Unspecified("zero sign among equal extremes", "-0.0 and 0.0 compare equal: which one max/min/amax/"
-                "amin/aminmax return depends on the reduction order (torch's vectorised loop)",
-                ("max", "min", "amax", "amin", "aminmax", "call_max_pool1d", "call_max_pool2d"), None),
+                "amin/aminmax return depends on the reduction order (torch's vectorised loop), and which "
+                "one clamp returns against a bound of the other sign, or lerp at a weight of 1 or 0, on "
+                "whether torch's loop is vectorised",
+                ("max", "min", "amax", "amin", "aminmax", "call_max_pool1d", "call_max_pool2d",
+                 "clamp", "clamp_min", "clamp_max", "clip", "lerp"), None),
     Unspecified("zero sign of a zero sum of products", "a sum of products that is exactly zero: torch's "
                 "own small gemm starts from the first product (-0.0 stays), BLAS libraries add to +0.0; "
                 "cextend's kernels add to +0.0",
