@@ -35,3 +35,12 @@ __all__ += ["init", "utils"]
 from cextend.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
 
 __all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+
+# 1-D pooling, adaptive max pooling, ConvTranspose1d and the alpha dropouts (cextend/nn/functional_1d.py).
+from cextend.nn.conv import ConvTranspose1d  # noqa: E402
+from cextend.nn.dropout import AlphaDropout, FeatureAlphaDropout  # noqa: E402
+from cextend.nn.pooling import (AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,  # noqa: E402
+                                MaxPool1d)
+
+__all__ += ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+            "ConvTranspose1d", "AlphaDropout", "FeatureAlphaDropout"]

@@ -69,3 +69,51 @@ for _name, _samples in [("conv2d", _conv2d_samples), ("conv1d", _conv1d_samples)
                         ("batch_norm", _batch_norm_samples)]:
     register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
              family="nn")
+
+
+# -- 1-D pooling, adaptive max pooling and conv_transpose1d (cextend/nn/functional_1d.py) --
+
+def _max_pool1d_samples(rng):
+    yield Sample(_pool_input(rng, (2, 3, 7)), 3, stride=2, padding=1, ceil_mode=True)
+    yield Sample(_pool_input(rng, (3, 11)), 2, stride=1, dilation=3, note="unbatched, dilated")
+
+
+def _avg_pool1d_samples(rng):
+    yield Sample(_pool_input(rng, (2, 3, 7)), 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+    yield Sample(_pool_input(rng, (3, 5)), 2, note="unbatched")
+
+
+def _adaptive_avg_pool1d_samples(rng):
+    yield Sample(rng.standard_normal((2, 3, 7)), 3)
+    yield Sample(rng.standard_normal((3, 5)), 7, note="unbatched, output longer than input")
+
+
+def _adaptive_max_pool1d_samples(rng):
+    yield Sample(_pool_input(rng, (2, 3, 7)), 3)
+    yield Sample(_pool_input(rng, (3, 5)), 4, return_indices=True, note="unbatched, overlapping windows")
+
+
+def _adaptive_max_pool2d_samples(rng):
+    yield Sample(_pool_input(rng, (2, 2, 5, 7)), (3, 2))
+    yield Sample(_pool_input(rng, (2, 5, 6)), (None, 4), return_indices=True, note="unbatched, None keeps H")
+
+
+def _conv_transpose1d_samples(rng):
+    yield Sample(rng.standard_normal((2, 2, 5)), rng.standard_normal((2, 3, 3)), rng.standard_normal(3),
+                 stride=2, padding=1, output_padding=1)
+    yield Sample(rng.standard_normal((4, 3)), rng.standard_normal((4, 1, 2)), None, dilation=2, groups=2,
+                 note="unbatched, grouped, dilated")
+
+
+for _name, _samples in [("max_pool1d", _max_pool1d_samples), ("avg_pool1d", _avg_pool1d_samples),
+                        ("adaptive_avg_pool1d", _adaptive_avg_pool1d_samples),
+                        ("adaptive_max_pool1d", _adaptive_max_pool1d_samples),
+                        ("adaptive_max_pool2d", _adaptive_max_pool2d_samples),
+                        ("conv_transpose1d", _conv_transpose1d_samples)]:
+    # difftest=False for now: with these in the vocabulary, tests/test_difftest.py's fixed-seed
+    # programs change and reach five disagreements of other ops (mm of empty bools, index_add's
+    # version check, an overlapping setitem, batch_norm with an infinite running_var, nansum
+    # out=).  `python -m difftest` ran them (seeds 5-7, 9000 programs) with no disagreement of
+    # their own; set it to True once those are fixed or listed as OPEN.
+    register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
+             family="nn", difftest=False)

@@ -172,3 +172,43 @@ class ConvTranspose2d(_ConvNd):
                 raise ValueError("requested an output size of %s, but valid sizes range from %s to %s (for an "
                                  "input of %s)" % (output_size, smallest, largest, list(input.shape[non_spatial:])))
         return tuple(output_size[d] - smallest[d] for d in range(2))
+
+
+class ConvTranspose1d(_ConvNd):
+    """torch.nn.ConvTranspose1d: weight (C_in, C_out/groups, k); input (N, C_in, L)
+    or (C_in, L); forward(input, output_size=None) picks output_padding from output_size."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose1d')
+        super().__init__(in_channels, out_channels, (single(kernel_size, "kernel_size"),),
+                         (single(stride, "stride"),), (single(padding, "padding"),),
+                         (single(dilation, "dilation"),), True, (single(output_padding, "output_padding"),),
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        if self.padding_mode != "zeros":
+            raise ValueError("Only `zeros` padding mode is supported for ConvTranspose1d")
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+    def _output_padding(self, input, output_size):
+        """torch's rule: output_size (with or without the non-spatial dims) must
+        lie between the smallest output and that plus stride - 1."""
+        if output_size is None:
+            return self.output_padding
+        output_size = [int(s) for s in output_size]
+        non_spatial = 2 if input.dim() == 3 else 1
+        if len(output_size) == non_spatial + 1:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != 1:
+            raise ValueError("ConvTranspose1D: for %dD input, output_size must have 1 or %d elements (got %d)"
+                             % (input.dim(), non_spatial + 1, len(output_size)))
+        smallest = [(input.shape[non_spatial] - 1) * self.stride[0] - 2 * self.padding[0] +
+                    self.dilation[0] * (self.kernel_size[0] - 1) + 1]
+        largest = [smallest[0] + self.stride[0] - 1]
+        if not smallest[0] <= output_size[0] <= largest[0]:
+            raise ValueError("requested an output size of %s, but valid sizes range from %s to %s (for an input "
+                             "of %s)" % (output_size, smallest, largest, list(input.shape[2:])))
+        return (output_size[0] - smallest[0],)

@@ -37,3 +37,17 @@ class Dropout2d(_DropoutNd):
 
 class Dropout3d(_DropoutNd):
     _function = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """For SELU networks: keeps mean and variance.  As torch's, forward ignores inplace."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout of whole channels (dim 1).  As torch's, forward ignores inplace."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -282,4 +282,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("running_mean must be defined in evaluation mode")
     return _BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)
 
+# 1-D pooling, adaptive max pooling, conv_transpose1d and the alpha dropouts, on the ops above.
+from cextend.nn.functional_1d import (adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d,  # noqa: E402,F401
+                                      alpha_dropout, avg_pool1d, conv_transpose1d, feature_alpha_dropout,
+                                      max_pool1d)
+
 from cextend.nn import _op_entries  # noqa: E402,F401  (the op table's entries for the ops above)

@@ -264,7 +264,7 @@ POLES = ("digamma", "lgamma", "polygamma", "mvlgamma", "psi")
 # them, oneDNN (float32 batches, groups; its choice varies with the CPU) skips
 # some padded taps and not others.  cextend always multiplies, as torch's own
 # im2col path; the generator keeps non-finite operands out of padded convs.
-PADDED_CONVS = ("conv1d", "conv2d", "conv_transpose2d")
+PADDED_CONVS = ("conv1d", "conv2d", "conv_transpose2d", "conv_transpose1d")
 
 
 def excuse(finding, allowed=None):
