@@ -308,7 +308,8 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     if rec.needs_grad(x, source):
         node = rec.record(_IndexAddNode, (x, None, index, source), t)
         node.dim, node.alpha, node.source_shape = d, alpha, source._data.shape
-        node._saved = (SavedTensor(index),)
+        # torch saves the index only for source's gradient
+        node._saved = (SavedTensor(index) if node.needs(3) else None,)
     return t
 
 

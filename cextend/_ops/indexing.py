@@ -306,7 +306,13 @@ def _copy_to(target, value):
     elif value._data.ndim == 0 and type(value._data) is np.ndarray:
         fill_(target, value)
     else:
-        copy_(target, _without_leading_ones(value))
+        value = _without_leading_ones(value)
+        if value._data.ndim and type(value._data) is np.ndarray:
+            try:        # torch's expand_inplace: the overlap check sees the expanded value
+                value = value.expand(target._data.shape)
+            except RuntimeError:
+                pass    # copy_ names the mismatch
+        copy_(target, value)
 
 
 def _fill_with_tensor(target, number):

@@ -185,6 +185,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "nansum")
     dims = reduce_dims(x, dim)
     rt = _reduction_dtype(x, dtype, "nansum") if out is None else out_reduction_dtype(out, dtype, "nansum")
+    if x._data.dtype.kind == "f" and rt.kind != "f":
+        # a float input runs torch's nansum kernel in out's dtype, which has only float forms
+        raise NotImplementedError("\"nansum_cpu\" not implemented for '%s'" % _torch_name(rt))
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
     result = _array(quietly(np.nansum, data, dims, None, None, keepdim) if rt.kind == "f"
                     else _sum_in(data, dims, keepdim), rt)

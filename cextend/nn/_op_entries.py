@@ -110,10 +110,5 @@ for _name, _samples in [("max_pool1d", _max_pool1d_samples), ("avg_pool1d", _avg
                         ("adaptive_max_pool1d", _adaptive_max_pool1d_samples),
                         ("adaptive_max_pool2d", _adaptive_max_pool2d_samples),
                         ("conv_transpose1d", _conv_transpose1d_samples)]:
-    # difftest=False for now: with these in the vocabulary, tests/test_difftest.py's fixed-seed
-    # programs change and reach five disagreements of other ops (mm of empty bools, index_add's
-    # version check, an overlapping setitem, batch_norm with an infinite running_var, nansum
-    # out=).  `python -m difftest` ran them (seeds 5-7, 9000 programs) with no disagreement of
-    # their own; set it to True once those are fixed or listed as OPEN.
     register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
-             family="nn", difftest=False)
+             family="nn")

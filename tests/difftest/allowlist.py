@@ -265,6 +265,12 @@ POLES = ("digamma", "lgamma", "polygamma", "mvlgamma", "psi")
 # some padded taps and not others.  cextend always multiplies, as torch's own
 # im2col path; the generator keeps non-finite operands out of padded convs.
 PADDED_CONVS = ("conv1d", "conv2d", "conv_transpose2d", "conv_transpose1d")
+# batch_norm in evaluation with an infinite weight or running stat: torch
+# 2.13's contiguous kernel computes x * scale + shift (-inf + inf = NaN where
+# x > 0), its strided one (x - mean) * invstd * weight + bias (inf); cextend
+# follows the contiguous kernel, and the generator keeps non-finite operands
+# away from strided batch_norm inputs.
+STRIDED_BATCH_NORM = ("batch_norm",)
 
 
 def excuse(finding, allowed=None):
