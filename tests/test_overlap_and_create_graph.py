@@ -404,3 +404,63 @@ def test_empty_bool_products_and_scans(lib, F):
     v = (lib.tensor([[-0.5, 2.75, -1.75]]) * 1).relu()
     v[None, -1] = v                                         # the same elements (a size-1 dim's stride aside)
     assert v.tolist() == [[0.0, 2.75, 0.0]]
+
+
+# -- a 100,000-program run (seed 9501) ---------------------------------------------------------
+
+@each_lib
+def test_fourth_pass_rules(lib, F):
+    ints = lib.tensor([[0], [-3], [2]])
+    ints.add_(-1, alpha=2)                                  # a number scaled by alpha: no graph at all
+    assert ints.flatten().tolist() == [-2, -5, 0]
+    a = lib.tensor([1.25, 3.0], requires_grad=True)
+    y = a ** lib.tensor(2.75)
+    y.fill_(0.5)                                            # pow of two tensors keeps its result
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    v = lib.tensor([[0.6875, -2.0625], [2.125, -0.5]], dtype=lib.float64, requires_grad=True)
+    c = v.clone()
+    c.lerp_(c, lib.tensor([[0.25, 0.5], [0.75, 1.0]], dtype=lib.float64))   # end is self: not saved
+    c.exp().sum().backward()
+    with pytest.raises(RuntimeError, match="aten::floor_divide\\(\\): functions with out="):
+        lib.floor_divide(lib.ones(2), 1.5, out=lib.zeros(2, requires_grad=True))
+    r = lib.tensor(2.1875, requires_grad=True).clone().acosh_()
+    r.backward(inputs=[r])                                  # a captured root is not run
+    assert r.grad.item() == 1.0
+    flags = lib.tensor([False])
+    with pytest.raises(RuntimeError, match=PARTIAL):
+        flags[0::2] = flags                                 # stride 2 against stride 1
+    b, f = lib.tensor([True, False]), lib.tensor([False, True])
+    assert b.clamp(min=f).tolist() == [True, True]
+    for call, kernel in ((lambda: b.clamp(f, f), "clamp_cpu"), (lambda: b.clamp(False, True), "clamp_scalar_cpu"),
+                         (lambda: b.clamp_max(True), "clamp_max_scalar_cpu")):
+        with pytest.raises(NotImplementedError, match=kernel):
+            call()
+    assert lib.nansum(lib.zeros(0, 3), 1, out=lib.zeros(0, dtype=lib.int64)).shape == (0,)
+
+
+def test_custom_function_saved_input_detached_in_place_is_allowed():
+    class OnceSin(cx.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x.cos()
+    v = cx.tensor([1.25, -1.75], requires_grad=True)
+    w = v * 1
+    y = OnceSin.apply(w)
+    w.detach_()                       # torch's ctx.saved_tensors does not refuse this
+    y.sum().backward()
+    assert np.allclose(v.grad.numpy(), np.cos([1.25, -1.75]))
+
+
+@each_lib
+def test_1d_results_that_are_views_in_torch(lib, F):
+    x3, x2, w = lib.ones(2, 3, 8), lib.ones(3, 8), lib.ones(3, 2, 3)
+    assert F.max_pool1d(x3, 2)._base is None and F.max_pool1d(x2, 2)._base is None
+    assert F.avg_pool1d(x3, 2)._base is not None            # torch's avg_pool1d squeezes a view
+    assert F.conv_transpose1d(x3, w)._base is None and F.conv_transpose1d(x2, w)._base is not None

@@ -131,6 +131,9 @@ class Binary:
             # comparisons, logical ops and floor_divide have no derivative:
             # torch accepts their out= even when an input requires grad
             rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
+            if self.out_keeps_history and out.requires_grad and _grad_state.enabled:
+                raise RuntimeError("aten::%s(): functions with out=... arguments don't support automatic "
+                                   "differentiation, but one of the arguments requires grad." % self.name)
             written = rec.write_out(out, _as_ndarray(data, ot), self.name)
             if self.out_keeps_history and out._data.dtype.kind == "f" and rec.needs_grad(a, b):
                 # torch records its not-implemented node on a float out= too
@@ -431,7 +434,7 @@ def _alpha(input, other, alpha, op):
             from cextend._dtype import from_numpy
             other = other.to(from_numpy(rt))
     scaled = other * alpha
-    if scaled._grad_fn is not None:
+    if getattr(scaled, "_grad_fn", None) is not None:
         # torch's add/sub keep alpha as a number: nothing to free after backward
         scaled._grad_fn._keeps_wrapped_number = False
     return scaled
@@ -659,7 +662,7 @@ def _keep_for_pow(need_a, need_b, tensor_a, tensor_b):
         return need_a, False, False
     if not tensor_a:                        # pow(number, Tensor): exponent and result
         return False, need_b, need_b
-    return need_a or need_b, need_a or need_b, need_b
+    return need_a or need_b, need_a or need_b, True      # torch's PowBackward1 keeps its result always
 
 
 _POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_check,

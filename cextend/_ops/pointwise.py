@@ -419,7 +419,24 @@ def _clamp_data(x, low, high, dt):
 
 
 def _clamp_dtype(x, low, high):
-    return result_type(*(v for v in (x, low, high) if v is not None))
+    dt = result_type(*(v for v in (x, low, high) if v is not None))
+    if dt == np.bool_:
+        _refuse_bool_clamp(low, high)
+    return dt
+
+
+def _refuse_bool_clamp(low, high):
+    """torch's clamp kernels have no bool form; one tensor bound runs
+    maximum/minimum instead, which has."""
+    given = [b for b in (low, high) if b is not None]
+    tensors = [b for b in given if is_tensor(b)]
+    if len(given) == 2:
+        kernel = "clamp_cpu" if tensors else "clamp_scalar_cpu"
+    elif tensors:
+        return
+    else:
+        kernel = "clamp_min_scalar_cpu" if low is not None else "clamp_max_scalar_cpu"
+    raise NotImplementedError("\"%s\" not implemented for 'Bool'" % kernel)
 
 
 def clamp(input, min=None, max=None, *, out=None):

@@ -185,7 +185,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "nansum")
     dims = reduce_dims(x, dim)
     rt = _reduction_dtype(x, dtype, "nansum") if out is None else out_reduction_dtype(out, dtype, "nansum")
-    if x._data.dtype.kind == "f" and rt.kind != "f":
+    if x._data.dtype.kind == "f" and rt.kind != "f" and x._data.size:
         # a float input runs torch's nansum kernel in out's dtype, which has only float forms
         raise NotImplementedError("\"nansum_cpu\" not implemented for '%s'" % _torch_name(rt))
     data = x._data if x._data.dtype == rt else x._data.astype(rt)

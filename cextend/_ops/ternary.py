@@ -28,6 +28,7 @@ def _lerp_data(a, b, w):
 def _lerp_backward(node, g, start, end, weight):
     grad_start = g * (1 - weight) if node.needs(0) else None
     grad_end = g * weight if node.needs(1) else None
+    # (weight is None when torch would not have kept it: no gradient reads it)
     grad_weight = g * (end - start) if is_tensor(weight) and node.needs(2) else None
     return grad_start, grad_end, grad_weight
 
@@ -35,12 +36,17 @@ def _lerp_backward(node, g, start, end, weight):
 _LerpNode = rec.node_class("LerpBackward", _lerp_backward)
 
 
-def _lerp_saved(a, b, w):
+def _lerp_saved(node, a, b, w):
     """A number weight needs no saved tensor (torch's lerp.Scalar saves none,
-    so its backward can run twice); a tensor weight keeps all three."""
+    so its backward can run twice); a tensor weight is kept for start's and
+    end's gradients, start and end only for the weight's (a callable a: the
+    start to keep, made only then)."""
     if not is_tensor(w):
         return (None, None, w)
-    return (rec.save(a), rec.save(b), rec.save(w))
+    keep_ends = node.needs(2)
+    start = (a() if callable(a) else a) if keep_ends else None
+    return (rec.save(start) if keep_ends else None, rec.save(b) if keep_ends else None,
+            rec.save(w) if node.needs(0) or node.needs(1) else None)
 
 
 def _lerp(start, end, weight, inplace=False):
@@ -61,7 +67,7 @@ def _lerp(start, end, weight, inplace=False):
             check_broadcasts_into(a, w)
         recording = rec.prepare_inplace(a, (b, w), dt)
         node = rec.connect(_LerpNode(), (a, b, w)) if recording else None
-        saved = _lerp_saved(a.clone() if is_tensor(w) else None, b, w) if node is not None else None
+        saved = _lerp_saved(node, a.clone, b, w) if node is not None else None
         a._data[...] = quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt))
         rec.finish_inplace(a, node)
         if node is not None:
@@ -70,7 +76,7 @@ def _lerp(start, end, weight, inplace=False):
     result = _wrap(np.asarray(quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt)), dt))
     if rec.needs_grad(a, b, w):
         node = rec.record(_LerpNode, (a, b, w), result)
-        node._saved = _lerp_saved(a, b, w)
+        node._saved = _lerp_saved(node, a, b, w)
     return result
 
 

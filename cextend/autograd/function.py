@@ -331,7 +331,7 @@ def _save_variables(ctx, outputs):
         elif id(t) in output_ids and t._grad_fn is ctx:
             saved.append(SavedTensor(t, is_output=True))
         else:
-            saved.append(SavedTensor(t))
+            saved.append(SavedTensor(t, check_detached=False))     # torch's ctx keeps no such check
     ctx._saved = tuple(saved)
     ctx.to_save = None
 

@@ -173,7 +173,7 @@ class SavedTensor:
 
     __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor, is_output=False, check_detached=True):
         self.version_counter = tensor._version_counter
         self.version = tensor._version_counter[0]
         if is_output:
@@ -183,7 +183,8 @@ class SavedTensor:
             self.requires_grad = tensor._requires_grad
         else:
             self.tensor = tensor
-            self.requires_grad = tensor._grad_fn is not None      # for inputs: had a history
+            # for inputs: whether unpacking refuses a tensor detached in place since
+            self.requires_grad = check_detached and tensor._grad_fn is not None
 
     def unpack(self, node):
         if self.version_counter[0] != self.version:

@@ -15,6 +15,7 @@ import numpy as np
 from cextend import _random
 from cextend._nn_shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
+from cextend.autograd import views
 from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction
 from cextend.tensor import Tensor, _wrap
 
@@ -129,6 +130,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         k, s, p, d = _max_pool1d_window(x, kernel_size, stride, padding, dilation, ceil_mode)
         _not_floating(x, "max_pool1d_impl")
     result = F.max_pool2d(x.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), bool(ceil_mode), return_indices)
+    if not return_indices:      # torch's max_pool1d has its own kernel: no view (its indices form is one)
+        return views.forget_base(_squeezed(result))
     return _squeezed(result)
 
 
@@ -337,7 +340,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError("Given input size per channel: (1 x %d). Calculated output size per channel: (1 x %d). "
                            "Output size is too small" % (length, out))
     y = F.conv_transpose2d(xb.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups, (1, d))
-    y = y.squeeze(2)
+    y = views.forget_base(y.squeeze(2))        # torch's batched result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
 
 
