@@ -464,3 +464,28 @@ def test_1d_results_that_are_views_in_torch(lib, F):
     assert F.max_pool1d(x3, 2)._base is None and F.max_pool1d(x2, 2)._base is None
     assert F.avg_pool1d(x3, 2)._base is not None            # torch's avg_pool1d squeezes a view
     assert F.conv_transpose1d(x3, w)._base is None and F.conv_transpose1d(x2, w)._base is not None
+
+
+# -- result layouts (D56): whether a later reshape()/contiguous() aliases -----------------------
+
+def _element_strides(lib, t):
+    return tuple(s // t._data.itemsize for s in t._data.strides) if lib is cx else tuple(t.stride())
+
+
+@each_lib
+def test_result_layouts_follow_torch(lib, F):
+    a = lib.tensor([[2.875, -0.8125, -1.125], [1.1875, -1.1875, -0.0]])
+    assert _element_strides(lib, lib.tensor([[[1.0, 2.0, 3.0]]]).expand(2, 1, 3).clone()) == (3, 3, 1)
+    assert _element_strides(lib, a.T.clone()) == (1, 3)                 # dense: strides kept
+    assert _element_strides(lib, a.T.flip(1)) == (1, 3)
+    assert _element_strides(lib, a[:, ::2].flip(0)) == (2, 1)           # not dense: C order
+    assert _element_strides(lib, a.T.rot90(3)) == (3, 1)
+    assert _element_strides(lib, a.t().clamp_max(lib.ones(3, 2))) == (1, 3)   # first input decides
+    flipped = a.T.flip(1)
+    flat = flipped.reshape(6)                                           # a copy, as in torch
+    flipped.zero_()
+    assert flat.abs().sum().item() > 0
+    clone = lib.tensor([[[1.25, -2.25, -2.0]]]).expand(2, 1, 3).clone()
+    view = clone.view(-1)                                               # contiguous: view() works
+    clone.zero_()
+    assert view.tolist() == [0.0] * 6

@@ -48,15 +48,15 @@ def _broadcast_strides(array, shape):
 
 
 def torch_layout(result, arrays):
-    """result (of two operands' arrays), re-laid out in torch's dim order if
-    numpy chose another."""
+    """result (of the operands' arrays, in order), re-laid out in torch's dim
+    order if numpy chose another."""
     if type(result) is not np.ndarray or result.ndim < 2:
         return result
-    a, b = arrays
-    if a.flags.c_contiguous and b.flags.c_contiguous:
+    arrays = [a for a in arrays if type(a) is np.ndarray]
+    if not arrays or all(a.flags.c_contiguous for a in arrays):
         return result
     shape = result.shape
-    if a.shape == shape and b.shape == shape and a.strides == b.strides:
+    if all(a.shape == shape and a.strides == arrays[0].strides for a in arrays):
         return result       # the inputs agree: numpy already kept their order
     perm = _dim_order(shape, [_broadcast_strides(a, shape) for a in arrays])
     wanted = tuple(reversed(perm))          # slowest to fastest
@@ -71,3 +71,12 @@ def _order_matches(result, wanted):
     """Whether result's strides decrease along `wanted` (size-1 dims ignored)."""
     strides = [result.strides[d] for d in wanted if result.shape[d] != 1]
     return all(a >= b for a, b in zip(strides, strides[1:]))
+
+
+def empty_like_preserve(array):
+    """An uninitialised array shaped like `array`, laid out as torch's
+    empty_like(preserve_format): a non-overlapping and dense tensor keeps its
+    strides (a transposed one stays transposed), any other (expanded,
+    sliced) becomes C-contiguous.  clone and flip allocate this way."""
+    from cextend._overlap import _dense
+    return np.empty_like(array, order="K" if _dense(array) else "C")

@@ -1,6 +1,8 @@
 """Copies and conversions: clone, contiguous, to(dtype / device)."""
 import numpy as np
 
+from cextend._ops._layout import empty_like_preserve
+
 from cextend._fpe import quietly
 from cextend import _dtype
 from cextend._device import DeviceArray
@@ -18,8 +20,13 @@ def clone(input, *, memory_format=None):
     # torch's preserve_format: a dense tensor keeps its strides (a transposed
     # tensor's clone is transposed too); numpy's order "K" does the same.
     data = x._data
-    copy = data.copy(order="C" if memory_format is not None and "contiguous" in str(memory_format) else "K") \
-        if type(data) is np.ndarray else data.copy()
+    if type(data) is not np.ndarray:
+        copy = data.copy()
+    elif memory_format is not None and "contiguous" in str(memory_format):
+        copy = data.copy(order="C")
+    else:
+        copy = empty_like_preserve(data)
+        copy[...] = data
     out = _wrap(copy)
     if rec.needs_grad(x):
         rec.record(_CloneNode, (x,), out)

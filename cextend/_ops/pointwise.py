@@ -15,6 +15,7 @@ from cextend._device import DeviceArray
 from cextend._fpe import quietly
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
+from cextend._ops._layout import torch_layout
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
 from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_value
@@ -415,6 +416,9 @@ def _clamp_data(x, low, high, dt):
         data = quietly(torch_maximum, data, as_array(low, dt))
     if high is not None:
         data = quietly(torch_minimum, data, as_array(high, dt))
+    if type(data) is np.ndarray and (is_tensor(low) or is_tensor(high)):
+        # tensor bounds: torch lays the result out as its first input with an opinion
+        data = torch_layout(data, [v._data for v in (x, low, high) if is_tensor(v)])
     return data if type(data) is np.ndarray or hasattr(data, "to_host") else np.asarray(data, dt)
 
 

@@ -2,6 +2,7 @@
 flip, roll, repeat, tile, tril, triu, rot90, repeat_interleave."""
 import numpy as np
 
+from cextend._ops._layout import empty_like_preserve
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
@@ -27,7 +28,11 @@ _FlipNode = rec.node_class("FlipBackward", lambda node, g: flip(g, node.dims))
 def flip(input, dims):
     x = require_tensor(input, "flip")
     d = _dims(x, dims, "flip")
-    data = np.flip(x._data, d).copy() if x._data.ndim else x._data.copy()
+    if x._data.ndim and type(x._data) is np.ndarray:
+        data = empty_like_preserve(x._data)         # torch's flip allocates so
+        data[...] = np.flip(x._data, d)
+    else:
+        data = np.flip(x._data, d).copy() if x._data.ndim else x._data.copy()
     t = _wrap(data)
     if rec.needs_grad(x):
         node = rec.record(_FlipNode, (x,), t)

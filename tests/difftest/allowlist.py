@@ -352,22 +352,6 @@ _POW_HALF = ("** 0.5", "** -0.5", "pow(0.5", "pow_(0.5", "pow(-0.5", "pow_(-0.5"
 _SAVED = ("backward through the graph a second time", "modified by an inplace operation")
 
 
-def _reshape_result_aliasing(f):
-    """After an in-place op, only values made by reshape()/flatten() differ: a
-    view in one library and a copy in the other (the input's layout differs)."""
-    if f.kind != "state" or not f.differences:
-        return False
-    made = {}
-    for s in f.history:
-        line = s.code.splitlines()[-1].strip()
-        if " = " in line:
-            target, expression = line.split(" = ", 1)
-            made[target.strip()] = expression
-    return all(d.field == "values" and any(m in made.get(d.path, "") for m in (".reshape(", ".flatten("))
-               for d in f.differences if d.path != f.stmt.code.split(" = ")[0].strip()) and \
-        any(d.path in made for d in f.differences)
-
-
 def _nan_where_torch_is_finite(f):
     return all("nan" in str(d.cextend) and "nan" not in str(d.torch) for d in f.differences)
 
@@ -387,14 +371,6 @@ OPEN = [
                 _all_of(cextend_raises("A view was created in no_grad mode"),
                         lambda f: "] = " in f.stmt.code or "copy_(" in f.stmt.code))),
     Open("D51", "a view's grad_fn after base.detach_() and an in-place op", state("grad_fn is None", before="detach_()")),
-    Open("D56", "result layouts: reshape() of flip/rot90's result views in one library and copies in the other; "
-                "view() of a clone of an expanded tensor, or of a pointwise result of mixed layouts",
-         any_of(_all_of(state("values"), _history_has(".flip(", ".rot90(", ".fliplr(", ".flipud(", ".clone()"),
-                        _history_has(".reshape(", ".flatten(", ".view(")),
-                state(("requires_grad", "grad_fn is None"), code=(".flatten(", ".reshape(")),
-                torch_raises("view size is not compatible"), _reshape_result_aliasing,
-                _all_of(cextend_raises("view size is not compatible"),
-                        lambda f: "backward(" not in f.stmt.code))),
     Open("D58", "einsum's contraction order decides -inf or NaN",
          any_of(state("values", code="einsum"), state("values", path=".grad", before="einsum"))),
     Open("D78", "float32 tanh near 1 (numpy's is 1 ulp below torch's 1.0), amplified by atanh",
