@@ -251,6 +251,10 @@ TORCH_BUGS = {
 #   returns that input's gradient before its hook when the input's node runs
 #   anyway (another input lies below it), after the hook when it is the only
 #   input.  autograd_features._inputs leaves out tensors with a hook.
+# - backward(inputs=[an output of a custom Function]) followed by an in-place
+#   op on a view of that output and a backward through it: torch 2.13
+#   segfaults (seed 9601, program 30828).  autograd_features._inputs passes
+#   no custom Function output to backward(inputs=).
 # - In-place writes into autograd.grad's results (D25b): torch may return an
 #   expanded view, so masked_fill_ writes every element through one memory
 #   location.  Gen.protect() clones such targets first (see ALLOWED for D25a).

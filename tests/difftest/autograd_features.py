@@ -298,12 +298,23 @@ def backward(gen):
         yield Stmt("torch.autograd.backward([%s, %s])" % (loss, loss_of(gen, other, ot)), "backward", kind)
 
 
+def _custom_node_type():
+    import torch        # only a generator that runs programs gets here: torch is there
+    return torch.autograd.function.BackwardCFunction
+
+
 def _inputs(gen, for_autograd_grad=False):
     """Tensors to differentiate with respect to.  autograd.grad gets no
     non-leaf with a hook: torch is inconsistent there (allowlist.py, D26)."""
     found = gen.tensors(_requires_grad)
     if for_autograd_grad:
         found = [(e, t) for e, t in found if t.is_leaf or not gen.is_hooked(t)]
+    else:
+        # backward(inputs=[an output of a custom Function]), then an in-place op on a
+        # view of that output and another backward, crashes torch 2.13 (SIGSEGV in its
+        # engine; allowlist.py): no custom Function output is passed as an input
+        custom = _custom_node_type()
+        found = [(e, t) for e, t in found if not isinstance(t.grad_fn, custom)]
     leaves = [e for e, t in found if t.is_leaf]
     pool = leaves if leaves and gen.coin(0.7) else [e for e, _ in found]
     count = min(len(pool), gen.integer(1, 3))
