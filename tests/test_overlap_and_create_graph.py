@@ -489,3 +489,22 @@ def test_result_layouts_follow_torch(lib, F):
     view = clone.view(-1)                                               # contiguous: view() works
     clone.zero_()
     assert view.tolist() == [0.0] * 6
+
+
+@each_lib
+@pytest.mark.parametrize("name", ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "nll_loss", "cross_entropy"])
+def test_create_graph_of_adaptive_pools_and_nll(lib, F, name):
+    x = lib.tensor(np.random.default_rng(9).standard_normal((2, 3, 7)), requires_grad=True)
+    y = {"adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(x, 3),
+         "adaptive_avg_pool2d": lambda: F.adaptive_avg_pool2d(x[None], (2, 3)),
+         "nll_loss": lambda: F.nll_loss(x[:, :, 0], lib.tensor([0, 2])),
+         "cross_entropy": lambda: F.cross_entropy(x[:, :, 0], lib.tensor([0, 2]))}[name]()
+    g, = lib.autograd.grad((y * 1.5).sum(), [x], create_graph=True)
+    assert g.requires_grad
+    g.sum().backward()
+    assert x.grad is not None
+    if name.startswith("adaptive"):                 # torch's formula saves shapes only
+        (g * 2).sum().backward()
+    else:                                           # it saves the target: freed
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            (g * 2).sum().backward()

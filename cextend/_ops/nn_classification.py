@@ -76,10 +76,10 @@ class _Picks:
 
 
 def _nll_backward(node, g, x, target=None):
-    return nll_scatter(g, node.picks, x)
+    return nll_scatter(g, node.picks, x, target)
 
 
-def _scatter_backward(node, gg):
+def _scatter_backward(node, gg, *target):
     # torch: grad_output's derivative is nll_loss(grad) again; self's is zeros_like(grad).
     zeros = _wrap(np.zeros_like(gg._data)) if node.needs(1) else None
     return (nll_gather(gg, node.picks) if node.needs(0) else None), zeros
@@ -99,13 +99,16 @@ def nll_gather(x, picks, target=None):
     return result
 
 
-def nll_scatter(g, picks, x):
+def nll_scatter(g, picks, x, target=None):
     """The backward of nll_gather; x (the forward input) is an input too, with a zero
     derivative, so that the result is part of x's graph as in torch."""
     result = _wrap(quietly(picks.scatter, g._data))
     if rec.needs_grad(g, x):
         node = rec.record(_NllLossBackwardNode, (g, x), result)
         node.picks = picks
+        if target is not None:
+            # torch's NllLossBackwardBackward saves the target: freed after a backward
+            node._saved = (rec.save(target),)
     return result
 
 

@@ -109,7 +109,8 @@ class AdaptiveAvgPool2dFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         input, = ctx.saved_tensors
-        return _AdaptiveAvgPool2dBackward.apply(grad, input.shape), None
+        grad = _AdaptiveAvgPool2dBackward.apply(grad, input.shape)
+        return reads_through("AdaptiveAvgPool2DBackwardBackward", grad, input, saves=False), None
 
 
 class _AdaptiveAvgPool2dBackward(Function):
