@@ -15,7 +15,7 @@ _MESSAGE = ("unsupported operation: some elements of the input tensor and the wr
             "single memory location. Please clone() the tensor before performing the operation.")
 
 
-def _dense(a):
+def non_overlapping_and_dense(a):
     """No two elements share memory and no gap lies between them, in some order."""
     expected = a.itemsize
     for stride, size in sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n != 1):
@@ -43,7 +43,7 @@ def status(a, b):
         return FULL
     if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
         return NO
-    if not _dense(a) or not _dense(b):
+    if not non_overlapping_and_dense(a) or not non_overlapping_and_dense(b):
         return TOO_HARD
     a_begin, b_begin = _start(a), _start(b)
     a_end, b_end = a_begin + a.nbytes, b_begin + b.nbytes

@@ -9,6 +9,8 @@ input that has an opinion decide (TensorIterator::reorder_dimensions).
 """
 import numpy as np
 
+from cextend._overlap import non_overlapping_and_dense
+
 
 def _dim_order(shape, strides_list):
     """torch's permutation: perm[0] is the fastest-moving dim."""
@@ -78,5 +80,4 @@ def empty_like_preserve(array):
     empty_like(preserve_format): a non-overlapping and dense tensor keeps its
     strides (a transposed one stays transposed), any other (expanded,
     sliced) becomes C-contiguous.  clone and flip allocate this way."""
-    from cextend._overlap import _dense
-    return np.empty_like(array, order="K" if _dense(array) else "C")
+    return np.empty_like(array, order="K" if non_overlapping_and_dense(array) else "C")
