@@ -2,15 +2,14 @@
 
 Operands are contracted pairwise, each pair as one batched matrix product
 (permute to batch x free x contracted, reshape to 3-D, matmul on the C
-GEMM, reshape back), in the order numpy's einsum_path finds cheapest.
+GEMM, reshape back), left to right as torch does without opt_einsum (the
+order decides, with an infinity among the operands, between -inf and NaN).
 Repeated subscripts within an operand take its diagonal first, and
 subscripts that no later step needs are summed away as soon as possible.
 Every step is an ordinary Tensor op, so gradients (of any order) come
 from the ops themselves.
 """
 import string
-
-import numpy as np
 
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, register
@@ -149,32 +148,17 @@ def einsum(equation, *operands):
     for t, sub in zip(operands, subs):
         t, sub = _take_diagonals(t, sub)
         terms.append((t, sub))
-    order = _contraction_order(subs, output, operands)
-    for i, j in order:
-        (a, sa), (b, sb) = terms[i], terms[j]
-        rest = [s for k, (_, s) in enumerate(terms) if k not in (i, j)]
+    while len(terms) > 1:
+        (a, sa), (b, sb) = terms[0], terms[1]
+        rest = [s for _, s in terms[2:]]
         keep = set(output).union(*rest) if rest else set(output)
-        merged = _contract(a, sa, b, sb, keep, sizes)
-        terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [merged]
+        terms = [_contract(a, sa, b, sb, keep, sizes)] + terms[2:]
     (t, sub), = terms
     t, sub = _sum_out(t, sub, set(output))
     t = _broadcast(t, sub, sizes)
     if sub != output:
         t = t.permute(*[sub.index(c) for c in output])
     return t
-
-
-def _contraction_order(subs, output, operands):
-    """Pairs to contract, in the order numpy's optimizer picks (left to right if it cannot)."""
-    if len(subs) < 3:
-        return [(0, 1)] if len(subs) == 2 else []
-    try:
-        equation = ",".join(subs) + "->" + output
-        shapes = [np.empty(tuple(t.shape), np.bool_) for t in operands]
-        path, _ = np.einsum_path(equation, *shapes, optimize="greedy")
-        return [tuple(sorted(step)) for step in path[1:]]
-    except ValueError:
-        return [(0, 1)] * (len(subs) - 1)
 
 
 def _einsum_call(lib, equation, *operands):
