@@ -195,8 +195,9 @@ def connect(node, inputs):
 
 
 def _check_differentiable_output(out):
-    """torch refuses to attach history to a new integer tensor."""
-    if out._data.dtype.kind != "f" and out._base is None:
+    """torch refuses to attach history to a new integer tensor, or to a
+    view of an integer tensor that fill_ gave a value requiring grad."""
+    if out._data.dtype.kind != "f":
         from cextend._promotion import _torch_name
         raise RuntimeError("Autograd not support dtype: %s" % _torch_name(out._data.dtype))
 
@@ -213,7 +214,7 @@ def record(node_cls, inputs, out, saved=()):
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-    elif out._data.dtype.kind == "f" or out._base is not None:
+    else:
         out._grad_fn = node
         out._requires_grad = True
     if saved:
@@ -261,19 +262,21 @@ def check_writable(t, check_overlap=True):
                            "array with writeable=False); clone() it before writing in place")
 
 
-def prepare_inplace(t, others=(), result=None, check_overlap=True):
+def prepare_inplace(t, others=(), result=None, check_overlap=True, differentiable=True):
     """The checks every in-place op makes; returns whether it records history.
 
     result: the numpy dtype the op computes in (checked castable to t's dtype).
     check_overlap: refuse a t whose elements share memory (an expanded
     tensor), and operands that partially overlap t.
+    differentiable: False where the op records nothing whatever its operands
+    (torch's copy_ into an integer tensor): no view checks either.
     """
     check_writable(t, check_overlap)
     if check_overlap:
         check_no_partial(t._data, others)
     if result is not None and result != t._data.dtype:
         check_inplace_cast(result, t._data.dtype)
-    recording = needs_grad(t, *others)
+    recording = differentiable and needs_grad(t, *others)
     views.check_inplace(t, recording)
     return recording
 

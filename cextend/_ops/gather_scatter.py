@@ -7,6 +7,7 @@ import numpy as np
 from cextend._ops import _record as rec
 from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
 from cextend._ops.registry import Const, Sample, register
+from cextend.autograd import grad_mode, views
 from cextend.autograd.graph import SavedTensor
 from cextend.tensor import _wrap as _new_tensor
 
@@ -372,6 +373,26 @@ def index_fill(input, dim, index, value):
     return t
 
 
+def _index_fill_inplace(self, dim, index, value):
+    """index_fill_: an integer self with a value requiring grad records
+    history as torch does (a later view or op of it then raises)."""
+    recorded = (grad_mode.is_grad_enabled() and self._data.dtype.kind != "f" and is_tensor(value)
+                and rec.needs_grad(self, value))
+    if not recorded:
+        return _index_fill_via_copy(self, dim, index, value)
+    rec.prepare_inplace(self, (value,), check_overlap=False)
+    with grad_mode.no_grad():
+        _index_fill_via_copy(self, dim, index, value)
+    node = rec.connect(_IndexFillNode(), (self, None, index, value))
+    node.dim = _dim(self, dim)
+    node._saved = (SavedTensor(index),)
+    views.rebase_history(self, node)
+    return self
+
+
+_index_fill_via_copy = _inplace_via(index_fill, expanded_ok=True)
+
+
 def _index_samples(rng, with_source=True, value=False):
     def samples(rng):
         if value:
@@ -397,7 +418,7 @@ register("index_add", index_add, inplace=_inplace_via(index_add), samples=_index
          family="indexing")
 register("index_copy", index_copy, inplace=_inplace_via(index_copy), samples=_index_copy_samples,
          family="indexing")
-register("index_fill", index_fill, inplace=_inplace_via(index_fill, expanded_ok=True), samples=_index_samples(None, value=True),
+register("index_fill", index_fill, inplace=_index_fill_inplace, samples=_index_samples(None, value=True),
          family="indexing")
 
 

@@ -212,14 +212,16 @@ def copy_into(self, src, expanded_ok=False):
                            "non-singleton dimension" % (list(self._data.shape), list(src._data.shape)))
     # torch skips a copy onto the very same elements (x.copy_(x), even expanded)
     same = _same_elements(self._data, src._data)
+    # torch: copying into an integer tensor records nothing (no gradient
+    # can flow through an integer), so it makes no view checks either;
+    # every other in-place op would (fill_ of an int64 view records).
+    differentiable = self._data.dtype.kind == "f"
     if expanded_ok and not same:
-        recording = rec.prepare_inplace(self, (src,), check_overlap=False)
+        recording = rec.prepare_inplace(self, (src,), check_overlap=False, differentiable=differentiable)
         check_no_partial(self._data, (src,))
     else:
-        recording = rec.prepare_inplace(self, (src,), check_overlap=not same)
-    # torch: copying into an integer tensor records nothing (no gradient
-    # can flow through an integer); every other in-place op would.
-    node = rec.connect(_CopyNode(), (self, src)) if recording and self._data.dtype.kind == "f" else None
+        recording = rec.prepare_inplace(self, (src,), check_overlap=not same, differentiable=differentiable)
+    node = rec.connect(_CopyNode(), (self, src)) if recording else None
     source = src._data
     if type(self._data) is DeviceArray or type(source) is DeviceArray:
         _device_copy(self, source)

@@ -95,8 +95,14 @@ def regenerate(view):
         raise _refusal(view, indirect=True)
     view._grad_fn_version = view._version_counter[0]
     old_fn, old_nr = view._grad_fn, view._output_nr
-    if not base.requires_grad:
-        view._grad_fn = None
+    if not base.requires_grad or base._data.dtype.kind != "f":
+        # torch regenerates the view's AsStridedBackward all the same, with
+        # the base's gradient edge: absent (the base stopped requiring grad),
+        # or into an integer base (fill_ gave it a value requiring grad), where
+        # no gradient is defined.  The view keeps a grad_fn; nothing flows.
+        view._grad_fn = AsStridedBackward(base)
+        view._output_nr = 0
+        view._requires_grad = True
     else:
         with grad_mode.enable_grad():
             replay = view._view_fn(base)
@@ -149,6 +155,23 @@ def rebase_history(tensor, node, output_nr=0):
     move_retained(base, old_fn, old_nr)
     tensor._grad_fn_version = -1     # rebuilt from the base on next use
     tensor._requires_grad = True
+
+
+class AsStridedBackward(Node):
+    """A view's grad_fn regenerated where no gradient can reach its base:
+    the base stopped requiring grad (base.detach_(), then an in-place op),
+    or is an integer tensor.  torch's AsStridedBackward0, passing nothing on."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.next_functions = ((gradient_edge(base) or _NO_EDGE) if base.requires_grad else _NO_EDGE,)
+        self._input_meta = ((base._data.shape, base._data.dtype),)
+
+    def name(self):
+        return "AsStridedBackward"
+
+    def apply(self, grads):
+        return (None,)
 
 
 def _clone_in_order(g, order):
