@@ -31,6 +31,24 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+def _known_keys():
+    from difftest import known
+    return [key for _, _, _, _, keys in known.GROUPS for key in keys]
+
+
+@pytest.mark.parametrize("key", _known_keys())
+def test_every_known_disagreement_is_fixed_or_documented(key, one_thread):
+    """DISAGREEMENTS.md's repros (found by past fuzz runs) stay fixed: each
+    agrees with torch, or is a documented deviation or a torch bug the
+    generator steers around."""
+    import warnings
+    from difftest import known
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        finding = known.replay(known.REPROS[key], torch, cextend)
+    assert known.status(key, finding) != "disagrees", finding.explain()
+
+
 def test_generated_programs_agree_with_torch(one_thread):
     summary = run_many(torch, cextend, SEED, PROGRAMS)
     print(summary.report(repros=False))

@@ -538,9 +538,13 @@ GROUPS = [
  ("D85", "nll_loss over a non-contiguous 4-d input, reduction='none': backward", "torch raises (a torch bug)",
   "torch's backward raises 'grad_input must be contiguous'. Candidate for steering around.", ["D85"]),
  ("D86", "retained .grad of a custom Function's outputs after an in-place op on a sibling output",
-  "wrong .grad, no error",
+  "wrong .grad in torch (a torch bug)",
   "backward(inputs=[out0, out1]) retains both; after out1.mul_(...), a backward through out0 leaves "
-  "out0.grad None in torch; cextend fills it.", ["D86"]),
+  "out0.grad None in torch; cextend fills it. torch moves the retain_grad hook of output 0, not "
+  "output 1, to the in-place op's node (its update_tensor_hooks_on_new_gradfn pops the hook at the "
+  "tensor's new output_nr), so out0.grad receives out1's gradient; where output 0 retains no grad it "
+  "fails an INTERNAL ASSERT (`a, b = x.var_mean(0); b.retain_grad(); b.mul_(2)`). cextend moves out1's "
+  "hook.", ["D86"]),
  ("D87", "lerp_ on a 0-d tensor with a weight of shape [1]", "torch raises",
   "torch checks that the in-place result keeps self's shape ('output with shape [] doesn't match the "
   "broadcast shape [1]'); cextend's lerp_ does not.", ["D87"]),
@@ -588,7 +592,8 @@ missing samples and `call` are resolved.)
 # Repros that still differ on purpose: a torch inconsistency the generator steers around.
 AVOIDED = {"D25b": "the generator never writes into autograd.grad's results",
            "D62": "the generator keeps non-finite operands out of padded convolutions",
-           "D26": "the generator keeps hooked non-leaf tensors out of autograd.grad's inputs"}
+           "D26": "the generator keeps hooked non-leaf tensors out of autograd.grad's inputs",
+           "D86": "the generator passes no custom Function output to backward(inputs=)"}
 
 
 def status(key, finding):
