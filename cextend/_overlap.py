@@ -89,3 +89,13 @@ def check_no_partial(out, inputs):
 def check_no_overlap(out, inputs):
     """torch's assert_no_overlap: index ops refuse even a full overlap."""
     _check(out, inputs, (PARTIAL, FULL))
+
+
+def check_not_read_while_written(out, inputs):
+    """An in-place op torch runs element by element, reading each input as
+    it writes out (masked_scatter_'s source): where they share memory its
+    answer depends on that loop order, so refuse any shared element."""
+    for x in inputs:
+        data = getattr(x, "_data", None)
+        if isinstance(data, np.ndarray) and _shares_elements(out, data):
+            raise RuntimeError(_UNDEFINED_MESSAGE)

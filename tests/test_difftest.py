@@ -192,6 +192,18 @@ def test_unspecified_choices_cover_only_the_index_output():
     assert allowlist.unspecified(other_op) is None
 
 
+def test_unspecified_choices_cover_the_values_out_among_signed_zeros():
+    # kthvalue of a row holding 0.0 and -0.0: which one (and which index)
+    # comes back is the tie's choice, also when written through out=
+    stmt = Stmt("v7 = torch.kthvalue(v4, 3, 1, True, out=(v5, v6))", "op", "kthvalue out=")
+    values = compare("v5", Describer(torch)(torch.tensor([0.0])), Describer(cextend)(cextend.tensor([-0.0])))
+    indices = compare("v6", Describer(torch)(torch.tensor([1])), Describer(cextend)(cextend.tensor([2])))
+    assert [d.field for d in values] == ["zero sign"]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=values + indices)) is not None
+    elsewhere = [type(d)("v4", d.field, d.torch, d.cextend) for d in values]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=elsewhere)) is None
+
+
 def test_padded_convolutions_steer_clear_of_non_finite_operands():
     # D62: torch's kernels disagree among themselves on 0 * inf from the padding.
     from difftest.generator import Gen

@@ -121,3 +121,176 @@ def test_copy_into_a_no_grad_bool_view_records_nothing():
     first.copy_(torch.tensor(0.0, requires_grad=True))
     np.testing.assert_array_equal(flags.numpy(), [False, False])
     assert not first.requires_grad
+
+
+# -- found by the fuzz run of seed 9701 -----------------------------------------------------
+
+def test_lerp_in_place_with_only_the_weight_requiring_grad():
+    rng = np.random.default_rng(3)
+    a, b, w = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3))
+    start, end = torch.tensor(a), torch.tensor(b[:, ::1])
+    weight = torch.tensor(w, requires_grad=True)
+    start.lerp_(end, weight)
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    start.backward(torch.tensor(g))
+    np.testing.assert_allclose(weight.grad.numpy(), g * (b - a), rtol=1e-6)
+
+
+def _pairs():
+    x = torch.tensor([[1., 2.], [3., 4.]])
+    idx = torch.tensor([[1, 0], [0, 0]])
+    rows = torch.tensor([1, 0])
+    mask = torch.tensor([[True, False], [True, True]])
+    return x, idx, rows, mask
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, idx, rows, mask: torch.gather(x, 0, idx, out=x),
+    lambda x, idx, rows, mask: torch.gather(x, 0, idx, out=x.t()),
+    lambda x, idx, rows, mask: torch.index_select(x, 0, rows, out=x),
+    lambda x, idx, rows, mask: torch.masked_select(x, mask, out=x),
+    lambda x, idx, rows, mask: torch.take(x, idx, out=x),
+    lambda x, idx, rows, mask: torch.scatter(torch.zeros(2, 2), 0, idx, x, out=x),
+    lambda x, idx, rows, mask: torch.index_add(torch.zeros(2, 2), 0, rows, x, out=x),
+    lambda x, idx, rows, mask: x.scatter_(0, idx, x),
+    lambda x, idx, rows, mask: x.scatter_add_(0, idx, x.t()),
+    lambda x, idx, rows, mask: x.index_add_(0, rows, x),
+    lambda x, idx, rows, mask: x.index_copy_(0, rows, x),
+    lambda x, idx, rows, mask: x.put_(idx, x),
+])
+def test_index_ops_refuse_an_output_that_is_their_input(call):
+    x, idx, rows, mask = _pairs()
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        call(x, idx, rows, mask)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_index_ops_write_into_self_as_out():
+    x, idx, rows, mask = _pairs()
+    src = torch.tensor([[5., 6.], [7., 8.]])
+    torch.scatter(x, 0, idx, src, out=x)
+    np.testing.assert_array_equal(x.numpy(), [[7., 8.], [5., 4.]])
+    x, idx, rows, mask = _pairs()
+    torch.index_add(x, 0, rows, src, out=x)
+    np.testing.assert_array_equal(x.numpy(), [[8., 10.], [8., 10.]])
+
+
+def test_masked_scatter_from_its_own_memory_raises():
+    x, idx, rows, mask = _pairs()
+    with pytest.raises(RuntimeError, match="depend on the order elements are written"):
+        x.masked_scatter_(mask, x)
+    y = torch.tensor([[1., 2.], [3., 4.]])
+    y.masked_scatter_(mask, x.clone())
+    np.testing.assert_array_equal(y.numpy(), [[1., 2.], [2., 3.]])
+
+
+@pytest.mark.parametrize("key, numpy_reference", [
+    ((0, slice(None), [0, 2]), lambda a: a[0][:, [0, 2]]),
+    ((1, slice(1, None), [[3], [0]]), lambda a: a[1][1:, [[3], [0]]]),
+    ((None, 1, slice(None), [1, 3]), lambda a: a[None, 1][:, :, [1, 3]]),
+    (([1, 0], slice(None), 2), lambda a: a[:, :, 2][[1, 0]]),
+    ((0, [2, 1], 3), lambda a: a[0, [2, 1], 3]),
+    (([[1], [0]], 2, [0, 3]), lambda a: a[:, 2][[[1], [0]], [0, 3]]),
+])
+def test_an_int_among_index_tensors_selects_first(key, numpy_reference):
+    # torch selects the integer's dim before indexing (numpy treats it as
+    # one more advanced index): x[0, :, idx] has shape (3, len(idx))
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 3, 4))
+    x = torch.tensor(a, requires_grad=True)
+    parts = tuple(torch.tensor(p) if isinstance(p, list) else p for p in key)
+    y = x[parts]
+    want = numpy_reference(a)
+    assert tuple(y.shape) == want.shape
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    w = rng.standard_normal(want.shape)
+    (y * torch.tensor(w)).sum().backward()
+    # each result element's source, in torch's order, from the reference
+    sources = numpy_reference(np.arange(a.size).reshape(a.shape))
+    expected = np.zeros(a.size)
+    np.add.at(expected, sources.ravel(), w.ravel())
+    np.testing.assert_allclose(x.grad.numpy(), expected.reshape(a.shape))
+    # setitem lines the value up with torch's result
+    buf = torch.zeros(2, 3, 4, dtype=torch.float64)
+    buf[parts] = torch.tensor(w)
+    np.testing.assert_array_equal(buf[parts].numpy(), w)
+
+
+def test_advanced_indexing_results_are_laid_out_as_torch():
+    # torch's TensorIterator orders the result's dims by the indexed
+    # tensor's strides: a transposed source gives a transposed result,
+    # and a later view() works or fails accordingly
+    column = torch.tensor([[-1.75, -1.75, -1.75]]).t()
+    picked = column[:, torch.tensor([0, 0])]
+    assert picked.stride() == (2, 1) and picked.view(6).shape == (6,)
+    t = torch.zeros(3, 4).t()
+    assert t[:, torch.tensor([0, 1])].stride() == (2, 1)
+    p = torch.zeros(2, 3, 4).permute(2, 0, 1)
+    assert p[:, torch.tensor([0, 1])].stride() == (1, 4, 8)
+    assert p[torch.tensor([0, 1])].stride() == (6, 3, 1)
+    assert p[:, :, torch.tensor([0, 1])].stride() == (2, 8, 1)
+    np.testing.assert_array_equal(p[:, :, torch.tensor([2, 0])].numpy(), p.numpy()[:, :, [2, 0]])
+
+
+def test_list_indices_are_saved_like_tensors():
+    # torch turns [0, 1] into a tensor and saves it: freed by a backward,
+    # so a second backward through the same node raises
+    x = torch.tensor([[3.0, 1.0], [-2.5, 1.25]], requires_grad=True)
+    picked = x[[0, -2, 1, -1]]
+    picked.abs().sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        picked.unbind(-2)[2].sum().backward()
+    y = x[[1, 0]]
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[4.0, 4.0], [0.0, 4.0]])      # abs: sign (+2, -2), then 2 x 1
+
+
+def test_index_copy_checks_its_source_for_in_place_changes():
+    w = torch.ones(3, 2, requires_grad=True)
+    source = w * 1
+    y = torch.zeros(3, 4).index_copy(1, torch.tensor([0, 2]), source)
+    source.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x = torch.zeros(3, 4, requires_grad=True)
+    plain = torch.ones(3, 2)
+    y = x.index_copy(1, torch.tensor([0, 2]), plain)
+    plain.add_(1)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.tile([0., 1., 0., 1.], (3, 1)))
+
+
+def test_max_pool1d_result_is_a_view_when_its_input_needs_grad():
+    # torch runs max_pool1d_with_indices then, whose result is a squeeze
+    x = torch.tensor(np.random.default_rng(2).standard_normal((2, 3, 7)), requires_grad=True)
+    y = torch.nn.functional.max_pool1d(x, 3, stride=2, padding=1, ceil_mode=True)
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+        y.detach_()
+    plain = torch.nn.functional.max_pool1d(x.detach(), 3, stride=2, padding=1, ceil_mode=True)
+    plain.detach_()
+    np.testing.assert_array_equal(plain.numpy(), y.detach().numpy())
+
+
+def test_mse_loss_target_gradient_zero_is_positive():
+    # torch differentiates the target as 2 (target - input): +0.0 where equal
+    x = torch.tensor([2.25, 1.0, -3.0], requires_grad=True)
+    loss = torch.nn.functional.mse_loss(x.detach(), x, reduction="sum")
+    grad, = torch.autograd.grad(loss, [x])
+    assert np.all(grad.numpy() == 0) and not np.any(np.signbit(grad.numpy()))
+
+
+def test_number_divided_by_a_tensor_is_reciprocal_times_the_number():
+    # torch's __rtruediv__ is self.reciprocal() * other: its rounding, and a
+    # backward that reads the reciprocal (so zeroing x's data after does not
+    # change the gradient)
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(1000) * 7).astype(np.float32)
+    got = (3.0 / torch.tensor(a)).numpy()
+    np.testing.assert_array_equal(got, np.reciprocal(a) * np.float32(3.0))
+    x = torch.tensor(-2.25, requires_grad=True)
+    y = 0.5 / x
+    x.unsqueeze(-1).data.zero_()
+    y.backward()
+    np.testing.assert_allclose(x.grad.item(), -0.5 / 2.25 ** 2, rtol=1e-6)

@@ -981,7 +981,12 @@ def _rtruediv(self, other):
     other = operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return _DIV(other, self)
+    if is_tensor(other):
+        return _DIV(other, self)
+    # torch's Tensor.__rtruediv__ is self.reciprocal() * other: its rounding,
+    # and its backward, which reads the reciprocal, not self
+    from cextend._ops.pointwise import reciprocal
+    return mul(reciprocal(self), other)
 
 
 for _name, _function, _binary in (("add", add, _ADD), ("sub", sub, _SUB), ("mul", mul, _MUL),

@@ -5,6 +5,7 @@ another op of this family, so derivatives of any order exist."""
 import numpy as np
 
 from cextend._ops import _record as rec
+from cextend._overlap import check_no_overlap, check_no_partial, check_not_read_while_written
 from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
 from cextend._ops.registry import Const, Sample, register
 from cextend.autograd import grad_mode, views
@@ -63,6 +64,16 @@ def _check_gather_shapes(x, d, index, op, other=None):
                                "than src %s" % (k, list(index.shape), list(other.shape)))
 
 
+def _refuse_aliased_out(out, dtype, inputs, partial=()):
+    """torch's assert_no_overlap(out, input) of the index ops: out may not
+    share memory with what they read (an out of another dtype is refused
+    for its dtype first)."""
+    if out._data.dtype != dtype:
+        return
+    check_no_overlap(out._data, [t for t in inputs if is_tensor(t)])
+    check_no_partial(out._data, [t for t in partial if is_tensor(t)])
+
+
 # -- gather / scatter ---------------------------------------------------------------
 
 def _gather_backward(node, g, index):
@@ -86,6 +97,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     result = np.take_along_axis(source, idx, axis=d).reshape(index._data.shape)
     if out is not None:
         rec.check_out(out, "gather", x)
+        _refuse_aliased_out(out, result.dtype, (x,), partial=(index,))
         return rec.write_out(out, result, "gather", strict="c_type")
     t = _wrap(result)
     if rec.needs_grad(x):
@@ -158,6 +170,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     data = _scatter_core(x, d, index, src, "scatter", reduce)
     if out is not None:
         rec.check_out(out, "scatter", x, src)
+        _refuse_aliased_out(out, data.dtype, (index, src))
         return rec.write_out(out, data, "scatter", strict="c_type")
     t = _wrap(data)
     if reduce is None and rec.needs_grad(x, src):
@@ -178,6 +191,7 @@ def scatter_add(input, dim, index, src, *, out=None):
     data = _scatter_core(x, d, index, src, "scatter_add", "add")
     if out is not None:
         rec.check_out(out, "scatter_add", x, src)
+        _refuse_aliased_out(out, data.dtype, (index, src))
         return rec.write_out(out, data, "scatter_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, src):
@@ -187,7 +201,22 @@ def scatter_add(input, dim, index, src, *, out=None):
     return t
 
 
-_inplace_via = rec.inplace_via
+def _inplace_via(function, expanded_ok=False):
+    """x.op_(...) (rec.inplace_via), refusing index and source tensors that
+    share memory with x, as torch's assert_no_overlap."""
+    inplace = rec.inplace_via(function, expanded_ok)
+
+    def checked(self, *args, **kwargs):
+        check_no_overlap(self._data, [a for a in args + tuple(kwargs.values()) if is_tensor(a)])
+        return inplace(self, *args, **kwargs)
+    return checked
+
+
+def _masked_scatter_inplace(self, mask, source):
+    # torch reads source as it writes self (in its loop order): from self's
+    # own memory the answer is that order's
+    check_not_read_while_written(self._data, (source,))
+    return _masked_scatter_via_copy(self, mask, source)
 
 
 def _gather_samples(rng):
@@ -241,6 +270,7 @@ def index_select(input, dim, index, *, out=None):
         result = result.reshape(index._data.shape)
     if out is not None:
         rec.check_out(out, "index_select", x)
+        _refuse_aliased_out(out, result.dtype, (x, index))
         return rec.write_out(out, result, "index_select", strict="index_select(): self and result must have the same scalar type")
     t = _wrap(result)
     if rec.needs_grad(x):
@@ -304,6 +334,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     data = _index_write(x, d, idx, values, "index_add", "add")
     if out is not None:
         rec.check_out(out, "index_add", x, source)
+        _refuse_aliased_out(out, data.dtype, (index, source))
         return rec.write_out(out, data, "index_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
@@ -314,7 +345,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     return t
 
 
-def _index_copy_backward(node, g, index):
+def _index_copy_backward(node, g, index, source=None):
     grad_self = index_fill(g, node.dim, index, 0.0) if node.needs(0) else None
     grad_source = None
     if node.needs(3):
@@ -336,12 +367,15 @@ def index_copy(input, dim, index, source, *, out=None):
     data = _index_write(x, d, idx, source._data, "index_copy", "copy")
     if out is not None:
         rec.check_out(out, "index_copy", x, source)
+        _refuse_aliased_out(out, data.dtype, (index, source))
         return rec.write_out(out, data, "index_copy", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
         node = rec.record(_IndexCopyNode, (x, None, index, source), t)
         node.dim, node.source_shape = d, source._data.shape
-        node._saved = (SavedTensor(index),)
+        # torch's formula reads source (its shape) when source needs a
+        # gradient: saved then, so an in-place change to it raises
+        node._saved = (SavedTensor(index), SavedTensor(source)) if node.needs(3) else (SavedTensor(index),)
     return t
 
 
@@ -390,7 +424,7 @@ def _index_fill_inplace(self, dim, index, value):
     return self
 
 
-_index_fill_via_copy = _inplace_via(index_fill, expanded_ok=True)
+_index_fill_via_copy = rec.inplace_via(index_fill, expanded_ok=True)
 
 
 def _index_samples(rng, with_source=True, value=False):
@@ -446,6 +480,7 @@ def masked_select(input, mask, *, out=None):
     data = np.broadcast_to(x._data, shape)[np.broadcast_to(mask._data, shape)]
     if out is not None:
         rec.check_out(out, "masked_select", x)
+        _refuse_aliased_out(out, data.dtype, (x, mask))
         return rec.write_out(out, data, "masked_select", strict="masked_select(): self and result must have the same scalar type")
     t = _wrap(np.array(data))
     if rec.needs_grad(x):
@@ -505,7 +540,8 @@ def _masked_scatter_samples(rng):
 
 
 register("masked_select", masked_select, samples=_masked_samples, family="indexing")
-register("masked_scatter", masked_scatter, inplace=_inplace_via(masked_scatter),
+_masked_scatter_via_copy = rec.inplace_via(masked_scatter)
+register("masked_scatter", masked_scatter, inplace=_masked_scatter_inplace,
          samples=_masked_scatter_samples, family="indexing")
 
 
@@ -567,6 +603,7 @@ def take(input, index, *, out=None):
     t = _wrap(np.array(flat[idx]))
     if out is not None:
         rec.check_out(out, "take", x)
+        _refuse_aliased_out(out, t._data.dtype, (x, index))
         return rec.write_out(out, t._data, "take", strict="take(): self and out expected to have the same "
                              "dtype, but got self.dtype = %(result)s and out.dtype = %(out)s")
     if rec.needs_grad(x):

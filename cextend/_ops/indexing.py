@@ -14,6 +14,7 @@ import numpy as np
 from cextend._overlap import check_no_overlap, check_no_partial, same_layout
 from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
+from cextend._ops import _advanced_index as _advanced
 from cextend._ops import _record as rec
 from cextend._ops._operands import as_array, is_tensor, operand
 from cextend._ops.registry import method
@@ -141,17 +142,29 @@ def getitem(self, key):
         data = self._data[np_key]
     except IndexError as error:
         raise IndexError(str(error).replace("axis", "dimension")) from None
-    out = _wrap(np.array(data, copy=True))
+    moved = _advanced.placement(parts, np_key, self._data.ndim, data.ndim)
+    if moved is not None:
+        data = moved.to_torch(data)
+    data = _advanced.torch_layout(self._data, parts, np_key, data)
+    if np.may_share_memory(data, self._data):
+        data = data.copy()
+    out = _wrap(data)
     if rec.needs_grad(self):
         node = rec.record(_IndexNode, (self,), out)
         node._saved = tuple(SavedTensor(s) for s in sources)
+        if not node._saved:
+            # torch turns list indices into tensors and saves them: freed
+            # after a backward, so a second one raises as it does
+            node._saved = (None,)
+            node._keeps_wrapped_number = True
         node.key = np_key
+        node.placement = moved
         node.in_shape = self._data.shape
     return out
 
 
 def _index_backward(node, g, *index_tensors):
-    return index_put_zeros(g, node.key, node.in_shape)
+    return index_put_zeros(g, node.key, node.in_shape, node.placement)
 
 
 _IndexNode = rec.node_class("IndexBackward", _index_backward)
@@ -168,11 +181,12 @@ def _take(t, key):
 _IndexPutZerosNode = rec.node_class("IndexPutBackward", _accumulate_backward)
 
 
-def index_put_zeros(g, key, shape):
+def index_put_zeros(g, key, shape, placement=None):
     """zeros(shape) with g added at key, repeated indices accumulating (the
-    backward of advanced indexing; its own backward is indexing again)."""
+    backward of advanced indexing; its own backward is indexing again).
+    placement: where g's indexed dims are, if not where numpy puts them."""
     out = np.zeros(shape, g._data.dtype)
-    np.add.at(out, key, g._data)
+    np.add.at(out, key, g._data if placement is None else placement.to_numpy(g._data))
     result = _wrap(out)
     if rec.needs_grad(g):
         node = rec.record(_IndexPutZerosNode, (g,), result)
@@ -365,7 +379,24 @@ def setitem(self, key, value):
             mask._version_counter = parts[0]._version_counter
         _masked_fill_inplace(self, mask, value)
         return
-    index_put_(self, np_key, value if checked is None else _wrap(np.asarray(checked)), sources=sources)
+    arrange = None
+    if is_tensor(value) and value._data.ndim:
+        result_shape = np.broadcast_to(np.zeros((), bool), self._data.shape)[np_key].shape
+        moved = _advanced.placement(parts, np_key, self._data.ndim, len(result_shape))
+        if moved is not None:
+            # value lines up with torch's x[key]: numpy's wants its dims moved
+            torch_shape = moved.to_torch(np.empty(result_shape, bool)).shape
+            arrange = lambda raw: moved.to_numpy(_broadcast_value(raw, torch_shape))
+    index_put_(self, np_key, value if checked is None else _wrap(np.asarray(checked)), sources=sources,
+               arrange=arrange)
+
+
+def _broadcast_value(raw, shape):
+    try:
+        return np.broadcast_to(raw, shape)
+    except ValueError:
+        raise RuntimeError("shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of "
+                           "shape %s" % (list(np.shape(raw)), list(shape))) from None
 
 
 def _wrap_index(array):
@@ -402,8 +433,10 @@ def _index_put_backward(node, g, *index_tensors):
 _IndexPutNode = rec.node_class("IndexPutBackward", _index_put_backward)
 
 
-def index_put_(self, indices, values, accumulate=False, sources=None):
-    """self[indices] = values (or += with accumulate), indices a tuple of index tensors."""
+def index_put_(self, indices, values, accumulate=False, sources=None, arrange=None):
+    """self[indices] = values (or += with accumulate), indices a tuple of index tensors.
+    (setitem passes numpy's key, the index tensors in sources, and arrange:
+    what lines the value up with numpy's order of the indexed dims.)"""
     if sources is None:
         np_key, sources = _advanced_key(tuple(indices))
     else:
@@ -420,6 +453,8 @@ def index_put_(self, indices, values, accumulate=False, sources=None):
     recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_IndexPutNode(), (self, value)) if recording else None
     raw = as_array(value, self._data.dtype)
+    if arrange is not None:
+        raw = arrange(raw)
     try:
         if accumulate:
             np.add.at(self._data, np_key, raw)

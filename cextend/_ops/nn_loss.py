@@ -113,8 +113,10 @@ def _weighted(loss, weight, input, reduction, mean_by_weight):
 # -- mse_loss ------------------------------------------------------------------------------------
 
 def _mse_backward(node, gs, x, t):
-    grad = gs * 2 * _kernel_difference(x, t)
-    return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
+    # torch differentiates the target with the same kernel, operands
+    # swapped: 2 (t - x), whose zero is +0.0 where -(2 (x - t)) gives -0.0
+    return (gs * 2 * _kernel_difference(x, t) if node.needs(0) else None,
+            gs * 2 * _kernel_difference(t, x) if node.needs(1) else None)
 
 
 _MSE = PointwiseLoss("mse_loss", "MseLossBackward", lambda a, b: (a - b) * (a - b), _mse_backward)

@@ -28,8 +28,9 @@ def _lerp_data(a, b, w):
 def _lerp_backward(node, g, start, end, weight):
     grad_start = g * (1 - weight) if node.needs(0) else None
     grad_end = g * weight if node.needs(1) else None
-    # (weight is None when torch would not have kept it: no gradient reads it)
-    grad_weight = g * (end - start) if is_tensor(weight) and node.needs(2) else None
+    # (weight is None when torch would not have kept it: no gradient reads it;
+    # a number weight has no edge)
+    grad_weight = g * (end - start) if node.needs(2) else None
     return grad_start, grad_end, grad_weight
 
 

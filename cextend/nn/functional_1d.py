@@ -15,7 +15,7 @@ import numpy as np
 from cextend import _random
 from cextend._nn_shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
-from cextend.autograd import views
+from cextend.autograd import grad_mode, views
 from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction
 from cextend.tensor import Tensor, _wrap
 
@@ -130,7 +130,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         k, s, p, d = _max_pool1d_window(x, kernel_size, stride, padding, dilation, ceil_mode)
         _not_floating(x, "max_pool1d_impl")
     result = F.max_pool2d(x.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), bool(ceil_mode), return_indices)
-    if not return_indices:      # torch's max_pool1d has its own kernel: no view (its indices form is one)
+    if not return_indices and not (x.requires_grad and grad_mode.is_grad_enabled()):
+        # torch's max_pool1d has its own kernel: no view; where the input
+        # needs a gradient it runs the indices form, whose result is one
         return views.forget_base(_squeezed(result))
     return _squeezed(result)
 

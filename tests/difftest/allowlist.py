@@ -151,7 +151,8 @@ ALLOWED = [
               "an in-place op whose operand shares elements with the written tensor, where either is "
               "strided (x.T.mul_(x.T[0])): torch cannot check the overlap, runs the op and its answer "
               "depends on its loop order; cextend raises (it refuses partial overlaps of dense tensors "
-              "exactly as torch)", _loop_order_overlap),
+              "exactly as torch); so does masked_scatter_ from a source sharing the written tensor's memory "
+              "(torch reads the source as it writes)", _loop_order_overlap),
     Deviation("loss.data[0]",
               "x[0] on a 0-d tensor returns x (torch 0.4's legacy spelling, with its warning), so "
               "2017-era scripts run; torch 2.13 raises IndexError", _zero_dim_index),
@@ -235,13 +236,14 @@ def unspecified(finding):
     op = finding.stmt.op.split(" [")[0].split(" ")[0].rstrip("_")      # "topk out=" is topk
     called = set(re.findall(r"(\w+)\(", line.split(" = ", 1)[1]))
     out_pair = re.search(r"out=\((\w+), (\w+)\)", line)         # (values, indices) given as out=
-    index_out = out_pair.group(2) if out_pair else None
+    value_out, index_out = out_pair.groups() if out_pair else (None, None)
     for entry in UNSPECIFIED:
         # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
         if (op in entry.ops or (entry.index_path is None and called & set(entry.ops))) and all((entry.index_path is not None and d.field == "values"
                                     and (d.path == target + entry.index_path
                                          or (entry.index_path == "[1]" and d.path == index_out)))
-                                   or (d.field == "zero sign" and d.path.startswith(target))
+                                   or (d.field == "zero sign" and (d.path.startswith(target)
+                                                                   or d.path == value_out))
                                    for d in finding.differences):
             return entry
     return None
