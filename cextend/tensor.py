@@ -53,6 +53,14 @@ class Size(tuple):
 _new = object.__new__
 
 
+def _alias(data):
+    """Another array object over the same memory: a tensor that shares x's
+    storage (x.data, x.detach()) is not x for the overlap checks, which
+    treat the very same array as the very same tensor (torch compares
+    TensorImpls)."""
+    return data.view() if type(data) is np.ndarray else data
+
+
 def _wrap(array, requires_grad=False):
     """A Tensor around `array` (no copy, no checks): the internal constructor.
 
@@ -139,7 +147,7 @@ class Tensor:
     @property
     def data(self):
         """The same storage as a Tensor outside the graph (changes to it are not tracked)."""
-        return _wrap(self._data)
+        return _wrap(_alias(self._data))
 
     @data.setter
     def data(self, value):

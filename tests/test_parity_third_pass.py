@@ -294,3 +294,163 @@ def test_number_divided_by_a_tensor_is_reciprocal_times_the_number():
     x.unsqueeze(-1).data.zero_()
     y.backward()
     np.testing.assert_allclose(x.grad.item(), -0.5 / 2.25 ** 2, rtol=1e-6)
+
+
+# -- found by the fuzz run of seed 9801 -----------------------------------------------------
+
+@pytest.mark.parametrize("make", [lambda x: torch.nn.functional.elu(x, 0.5), torch.nn.functional.selu,
+                                  lambda x: torch.nn.functional.celu(x, 0.7),
+                                  lambda x: torch.nn.functional.elu(x.clone(), 0.5, inplace=True)])
+def test_elu_second_derivative_is_zero_at_zero(make):
+    # torch's first derivative takes the negative branch at 0 (x <= 0), its
+    # second derivative masks with x < 0; finite differences agree away from 0
+    x = torch.tensor([-0.0, 0.0, -1.0, 0.5, -2.5], dtype=torch.float64, requires_grad=True)
+    weights = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=torch.float64)
+    g, = torch.autograd.grad((make(x) * weights).sum(), [x], create_graph=True)
+    g.sum().backward()
+    assert x.grad[0].item() == 0.0 and x.grad[1].item() == 0.0 and x.grad[3].item() == 0.0
+    h = 1e-6
+    for i in (2, 4):
+        def first(v):
+            t = torch.tensor([v], dtype=torch.float64, requires_grad=True)
+            d, = torch.autograd.grad(make(t).sum(), [t])
+            return d.item() * weights[i].item()
+        fd = (first(x[i].item() + h) - first(x[i].item() - h)) / (2 * h)
+        np.testing.assert_allclose(x.grad[i].item(), fd, rtol=1e-5)
+
+
+def test_views_of_an_int_tensor_with_history_raise():
+    ints = torch.tensor([6, -4, 4, 0])
+    ints.fill_(torch.tensor(-2.0, requires_grad=True))
+    for split in (lambda t: t.chunk(2, 0), lambda t: t.split(1), lambda t: t.unbind(0)):
+        with pytest.raises(RuntimeError, match="Autograd not support dtype: Long"):
+            split(ints)
+    x = torch.randn(3, 4, requires_grad=True)
+    values, indices = torch.max(x, 1)
+    assert values.requires_grad and not indices.requires_grad
+
+
+def test_batch_norm_saves_its_running_stats():
+    # torch's kernel updates them without a version bump (one module can run
+    # twice before a backward) and its node saves them (a change after raises)
+    bn = torch.nn.BatchNorm1d(3)
+    x1 = torch.randn(4, 3, requires_grad=True)
+    y1, y2 = bn(x1), bn(torch.randn(4, 3))
+    (y1.sum() + y2.sum()).backward()
+    for training in (True, False):
+        bn.train(training)
+        y = bn(x1)
+        bn.running_var.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: torch.sum(x, 1, keepdim=True, out=x[:, :1]),
+    lambda x: torch.nansum(x[0, 0], out=x[0, 0]),
+    lambda x: torch.mean(x, 1, keepdim=True, out=x[:, :1]),
+    lambda x: torch.prod(x, 1, keepdim=True, out=x[:, :1]),
+    lambda x: torch.amax(x[0, 0], out=x[0, 0]),
+    lambda x: torch.amin(x, 1, keepdim=True, out=x[:, 1:2]),
+    lambda x: torch.mm(x[:, :2], x[:2, :2].clone(), out=x[:, :2]),
+    lambda x: torch.matmul(x[:, :2].clone(), x[:2, :2], out=x[:2, 1:]),
+])
+def test_reductions_and_products_refuse_an_out_they_read(call):
+    # torch fills out (zeros, or the reduction's identity) before reading its
+    # input: through shared memory its answer is the overwritten input's
+    x = torch.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError, match="depend on the order elements are written"):
+        call(x)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_reductions_that_read_first_accept_an_out_they_read():
+    x = torch.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    want = np.cumsum(x.numpy(), 1)
+    torch.cumsum(x, 1, out=x)
+    np.testing.assert_allclose(x.numpy(), want)
+    y = torch.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    torch.sort(y, 1, out=(y, torch.empty(2, 3, dtype=torch.int64)))
+    np.testing.assert_array_equal(y.numpy(), [[-2.0, 1.5, 3.0], [-1.0, 0.5, 4.0]])
+
+
+def test_a_tensor_sharing_memory_is_not_the_same_tensor_for_overlap_checks():
+    # torch compares TensorImpls: x.data is another tensor, so a strided
+    # (non-dense) overlap is "too hard" there and runs in loop order; cextend
+    # refuses that case with its documented message
+    base = torch.tensor([[0.3125, -0.9375, -0.4375], [-1.75, -0.0, -1.125], [0.75, 1.0, 1.8125]])
+    diagonal = torch.diagonal(base.t())
+    with pytest.raises(RuntimeError, match="depend on the order elements are written"):
+        diagonal.data[torch.tensor([2, 1, 0])] = diagonal
+    dense = torch.tensor([1.0, 2.0, 3.0])
+    dense.data.copy_(dense)         # a full overlap of dense tensors is fine
+    assert dense.detach()._data is not dense._data
+    np.testing.assert_array_equal(dense.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_float32_scans_accumulate_in_double():
+    x = torch.tensor([[-0.0, 1e8, 1.0, -1e8]])
+    np.testing.assert_array_equal(x.cumsum(1).numpy(), [[0.0, 1e8, 1e8, 1.0]])
+    assert not np.signbit(x.cumsum(1).numpy()[0, 0])
+    with np.errstate(over="ignore"):
+        want = np.cumprod(np.array([1e30, 1e30, 1e-30], np.float32).astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(torch.tensor([1e30, 1e30, 1e-30]).cumprod(0).numpy(), want)
+    assert np.isfinite(want[2])
+
+
+def _cumprod_grad_reference(a, g):
+    """d/da_k of sum_j g_j prod_{i<=j} a_i, exactly (float64, no division)."""
+    grad = np.zeros_like(a)
+    for k in range(a.size):
+        for j in range(k, a.size):
+            grad[k] += g[j] * np.prod(np.delete(a[:j + 1], k))
+    return grad
+
+
+def test_cumprod_gradient_with_zeros_matches_the_product_rule():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        a = rng.choice([0.0, 1.5, -2.0, 0.5, -1.25, 3.0], size=(3, 6))
+        g = rng.standard_normal((3, 6))
+        x = torch.tensor(a, requires_grad=True)
+        grad, = torch.autograd.grad(torch.cumprod(x, 1), [x], torch.tensor(g))
+        want = np.stack([_cumprod_grad_reference(a[r], g[r]) for r in range(3)])
+        np.testing.assert_allclose(grad.numpy(), want, rtol=1e-10, atol=1e-12)
+        # past a row's first zero the gradient is exactly +0.0, as torch's
+        past = np.cumsum(a == 0, 1) - (a == 0) > 0
+        assert not np.any(np.signbit(grad.numpy()[past]))
+
+
+def test_cumprod_gradient_past_a_zero_ignores_an_infinite_incoming_gradient():
+    x = torch.tensor([[2.0, 0.0, 3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    g = torch.tensor([[1.0, 1.0, float("inf"), 1.0]], dtype=torch.float64)
+    grad, = torch.autograd.grad(torch.cumprod(x, 1), [x], g)
+    # d/dx3 = 0 exactly (x1 = 0 is a factor); torch's formula never forms 0 * inf there
+    assert grad[0, 3].item() == 0.0 and grad[0, 2].item() == 0.0
+    assert grad[0, 1].item() == float("inf")
+
+
+@pytest.mark.parametrize("shapes, modified", [(((1, 3, 4), (3, 4, 2)), "b"), (((2, 1, 3, 4), (3, 4, 2)), "b"),
+                                              (((3, 4), (2, 4, 2)), "b")])
+def test_matmul_saves_copies_where_torch_copies(shapes, modified):
+    # torch's matmul expands and reshapes (or folds) its operands; where that
+    # copies, an in-place change to the original afterwards does not matter
+    sa, sb = shapes
+    a = torch.ones(*sa, requires_grad=modified == "b") * 1.5
+    b = torch.ones(*sb, requires_grad=modified == "a") * 0.5
+    y = torch.matmul(a, b)
+    (b if modified == "b" else a).add_(1)
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (1, 4, 2))])
+def test_matmul_saves_a_view_where_torch_does(shapes):
+    # (2, 3, 4) @ (1, 4, 2): torch squeezes b (it requires grad) and folds a,
+    # a view of it
+    a = torch.ones(*shapes[0]) * 1.0
+    b = torch.ones(*shapes[1], requires_grad=True) * 0.5
+    y = torch.matmul(a, b)
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

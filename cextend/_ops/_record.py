@@ -206,6 +206,13 @@ def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
     if type(out) is not tuple:
         _check_differentiable_output(out)
+    else:
+        # views of an integer tensor (chunk, split, unbind) carry its history:
+        # refused as one; other integer outputs (max's indices) are not
+        # differentiable and stay out of the graph
+        for o in out:
+            if o is not None and o._base is not None:
+                _check_differentiable_output(o)
     node = connect(new_node(node_cls), inputs)
     if type(out) is tuple:
         node.num_outputs = len(out)
@@ -307,7 +314,7 @@ def no_out(out, name):
                         "keyword argument 'out' for this overload" % name)
 
 
-def write_out(out, array, name, strict=False, cast=False):
+def write_out(out, array, name, strict=False, cast=False, reads=()):
     """Store a result into out= (resized if its shape differs, cast to its dtype).
 
     strict: out must have the result's dtype (torch's rule for reductions
@@ -315,9 +322,16 @@ def write_out(out, array, name, strict=False, cast=False):
     their input's dtype, with TensorIterator's message; "c_type" with the
     message of ATen's structured kernels; or a message of the op's own,
     formatted with %(out)s and %(result)s); cast: any dtype is accepted
-    (the op computes in out's dtype, as cumsum does)."""
+    (the op computes in out's dtype, as cumsum does).
+    reads: the inputs of a reduction or matrix product, which out may not
+    share memory with: torch fills out with the reduction's identity (or
+    zeros) before it reads them, so its answer there is that of the
+    overwritten input; cextend refuses, as for other order-dependent writes."""
     from cextend._device import DeviceArray
     check_writable(out)
+    if reads:
+        from cextend._overlap import check_not_read_while_written
+        check_not_read_while_written(out._data, reads)
     source = np.dtype(array.dtype)
     if source != out._data.dtype:
         if strict:
@@ -382,11 +396,11 @@ def c_type_name(numpy_dtype):
     return _C_TYPE_NAMES.get(name, name)
 
 
-def finish_out(out, result, name, *inputs, **options):
+def finish_out(out, result, name, *inputs, reads=(), **options):
     """An op computed as usual, then stored into out= with torch's checks
     (the result carries no history: out= refuses inputs that need grad)."""
     check_out(out, name, *inputs)
-    return write_out(out, result._data, name, **options)
+    return write_out(out, result._data, name, reads=reads, **options)
 
 
 def write_outs(out, values, indices, name, return_type):

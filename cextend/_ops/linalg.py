@@ -79,7 +79,7 @@ def mm(input, mat2, *, out=None):
     data = gemm(a._data, b._data)
     if out is not None:
         rec.check_out(out, "mm", a, b)
-        return rec.write_out(out, data, "mm", strict="c_type")
+        return rec.write_out(out, data, "mm", strict="c_type", reads=(a, b))
     result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_MmNode, (a, b), result)
@@ -95,8 +95,47 @@ def _matmul_backward(node, g, a, b):
 _BmmNode = rec.node_class("BmmBackward", _matmul_backward)
 
 
-def _batched(a, b):
-    """Batched product of operands with >= 2 dims (batch dims broadcast)."""
+def _viewable(array, shape):
+    """Whether numpy (and so torch's view rules) reshapes array to shape without a copy."""
+    if type(array) is not np.ndarray or not array.size:
+        return True
+    return np.may_share_memory(array.reshape(shape), array)
+
+
+def _torch_copies(a, b, da, db, has_out):
+    """Which operands torch's matmul saves as copies rather than as views
+    (its fold's reshape, or its expand + reshape to 3-D, could not view):
+    an in-place change to such an operand afterwards does not reach the
+    backward, as it does through a view (shared version counter)."""
+    x, y = a._data, b._data
+    if type(x) is not np.ndarray or type(y) is not np.ndarray:
+        return False, False
+    if da == db == 3 and x.shape[0] != y.shape[0]:
+        # a 3-D operand with a batch of 1 that requires grad is squeezed to a
+        # matrix, so the other one folds (no expanded gradient)
+        if x.shape[0] == 1 and a.requires_grad:
+            x, da = x[0], 2
+        elif y.shape[0] == 1 and b.requires_grad:
+            y, db = y[0], 2
+    larger_is_b = db > da
+    big, small_dim = (np.swapaxes(y, -1, -2), da) if larger_is_b else (x, db)
+    small_requires_grad = (a if larger_is_b else b).requires_grad
+    if big.ndim >= 3 and small_dim <= 2 and (
+            (small_requires_grad and not has_out) or
+            (da != 2 and (not big.size or all(big.strides[i] == big.strides[i + 1] * big.shape[i + 1]
+                                               for i in range(big.ndim - 2))))):
+        # torch folds the larger operand's batch into its rows
+        copied = not _viewable(big, (-1, big.shape[-1])) if big.shape[-1] else False
+        return (False, copied) if larger_is_b else (copied, False)
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    count = int(np.prod(batch)) if batch else 1
+    return tuple(not _viewable(np.broadcast_to(t, batch + t.shape[-2:]), (count,) + t.shape[-2:])
+                 for t in (x, y))
+
+
+def _batched(a, b, copies=(False, False)):
+    """Batched product of operands with >= 2 dims (batch dims broadcast).
+    copies: save a copy of an operand where torch's matmul does."""
     if a._data.shape[-1] != b._data.shape[-2]:
         raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [%s, %d] but "
                            "got: [%s, %d]." % (list(b._data.shape[:-2]), a._data.shape[-1],
@@ -105,7 +144,8 @@ def _batched(a, b):
     result = _wrap(np.asarray(batched_gemm(a._data, b._data)))
     if rec.needs_grad(a, b):
         node = rec.record(_BmmNode, (a, b), result)
-        node._saved = _product_saves(node, a, b)
+        node._saved = _product_saves(node, a.clone() if copies[0] and node.needs(1) else a,
+                                     b.clone() if copies[1] and node.needs(0) else b)
     return result
 
 
@@ -133,7 +173,7 @@ def matmul(input, other, *, out=None):
                                    % (left._data.shape + right._data.shape))
             result = mm(left, right)
         else:
-            result = _batched(left, right)
+            result = _batched(left, right, _torch_copies(left, right, da, db, out is not None))
         if db == 1:
             result = result.squeeze(-1)
         if da == 1:
@@ -143,7 +183,7 @@ def matmul(input, other, *, out=None):
             result = views.forget_base(result)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
-        return rec.write_out(out, result._data, "matmul", strict="c_type")
+        return rec.write_out(out, result._data, "matmul", strict="c_type", reads=(a, b))
     return result
 
 
@@ -185,7 +225,7 @@ def bmm(input, mat2, *, out=None):
                            "got: [%d, %d]." % (a._data.shape[0], a._data.shape[2], b._data.shape[0],
                                                b._data.shape[1]))
     result = _batched(a, b)
-    return result if out is None else rec.finish_out(out, result, "bmm", a, b, strict="c_type")
+    return result if out is None else rec.finish_out(out, result, "bmm", a, b, strict="c_type", reads=(a, b))
 
 
 def _addmm_backward(node, g, mat1, mat2):
@@ -241,7 +281,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "addmm")
     result = _add_scaled_product("addmm", _AddmmNode, input, a, b, beta, alpha, gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b, strict="c_type")
+    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b, strict="c_type", reads=(a, b))
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -254,7 +294,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_same_dtype(a, b, "baddbmm")
     result = _add_scaled_product("baddbmm", _BaddbmmNode, input, a, b, beta, alpha,
                                  batched_gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b, strict="c_type")
+    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b, strict="c_type", reads=(a, b))
 
 
 def mv(input, vec, *, out=None):

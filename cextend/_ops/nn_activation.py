@@ -272,9 +272,16 @@ def _elu_backward(node, g, saved):
                                "which is not supported. This is caused by calling in-place forward "
                                "function with a negative slope, please call out-of-place version "
                                "instead.")
-        return where(saved <= 0, g * input_scale * (saved + alpha * scale), g * scale)
-    negative = g * (input_scale * scale * alpha) * (saved * input_scale).exp()
+        return where(saved <= 0, g * input_scale * (_flat_at_zero(saved) + alpha * scale), g * scale)
+    negative = g * (input_scale * scale * alpha) * (_flat_at_zero(saved) * input_scale).exp()
     return where(saved <= 0, negative, g * scale)
+
+
+def _flat_at_zero(saved):
+    """saved, with a zero derivative where it is 0: torch's first derivative
+    of elu takes the negative branch at 0 (x <= 0), its second derivative
+    masks with x < 0."""
+    return saved.masked_fill(saved == 0, 0.0)
 
 
 _elu_kernel = _float_compute(_elu_compute)

@@ -130,7 +130,7 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     result = _array(result, rt)
     if out is not None:
         rec.check_out(out, "sum", x)
-        return rec.write_out(out, result, "sum")
+        return rec.write_out(out, result, "sum", reads=(x,))
     return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
 
 
@@ -164,7 +164,7 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                             .astype(rt, copy=False)), rt)
     if out is not None:
         rec.check_out(out, "mean", x)
-        return rec.write_out(out, result, "mean")
+        return rec.write_out(out, result, "mean", reads=(x,))
     return _record_reduce(_MeanNode, x, _wrap(result), dims, keepdim, count=count)
 
 
@@ -193,7 +193,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
                     else _sum_in(data, dims, keepdim), rt)
     if out is not None:
         rec.check_out(out, "nansum", x)
-        return rec.write_out(out, result, "nansum")
+        return rec.write_out(out, result, "nansum", reads=(x,))
     t = _record_reduce(_NansumNode, x, _wrap(result), dims, keepdim)
     if t._grad_fn is not None:
         t._grad_fn._saved = (rec.save(x),)
@@ -335,7 +335,7 @@ def _amax_or_amin(is_max, name):
                 raise RuntimeError("Expected the dtype for input and out to match, but got %s for input's "
                                    "dtype and %s for out's dtype." % (x.dtype.name, out.dtype.name))
         result = _extreme_all(x, is_max, name, node_cls, dims, keepdim)
-        return result if out is None else rec.write_out(out, result._data, name, strict=True)
+        return result if out is None else rec.write_out(out, result._data, name, strict=True, reads=(x,))
     extreme.__name__ = name
     return extreme
 

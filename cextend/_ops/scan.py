@@ -7,6 +7,7 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
+from cextend.autograd import grad_mode
 from cextend.tensor import _wrap
 
 
@@ -23,6 +24,16 @@ def _scan_dtype(x, dtype):
 
 def _reverse_cumsum(g, dim):
     return g.flip(dim).cumsum(dim).flip(dim)
+
+
+def _accumulator(dt):
+    """torch's CPU scans run in acc_type: float32 accumulates in double (a
+    float32 running sum would lose 1 in 1e8 + 1 - 1e8)."""
+    return np.dtype(np.float64) if dt == np.float32 else dt
+
+
+def _scan(function, data, dim, dt):
+    return function(data, dim, _accumulator(dt)).astype(dt, copy=False)
 
 
 def _cumsum_backward(node, g):
@@ -51,7 +62,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     d = _dim_of(x, dim)
     dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumsum", x._data.ndim > 0)
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
-    result = quietly(np.cumsum, data, d, dt) if data.ndim else data.copy()
+    result = quietly(_scan, np.cumsum, data, d, dt) if data.ndim else data.copy()
     if dt.kind == "f" and data.ndim:
         result = result + dt.type(0)        # torch's sum starts from +0.0: -0.0 becomes +0.0 (a 0-d input is copied)
     if out is not None:
@@ -84,6 +95,8 @@ def _cumprod_backward(node, g, x, result):
     d = node.dim
     if not (x == 0).any().item():
         return _reverse_cumsum(g * result, d) / x
+    if not grad_mode.is_grad_enabled():
+        return _wrap(_cumprod_grad_with_zeros(x._data, g._data, result._data, d))
     n = x.shape[d]
     from cextend._ops.joining import stack
     suffix = [None] * n
@@ -100,6 +113,37 @@ def _cumprod_backward(node, g, x, result):
     return prefix * stack(suffix, d)
 
 
+def _cumprod_grad_with_zeros(x, g, result, d):
+    """torch's O(n) cumprod_backward for an input holding zeros (outside
+    create_graph), step for step, so infinities and signed zeros come out
+    as its do: before the first zero of a row, the reverse cumsum of
+    g * result over x; at the first zero, the products that skip it; past
+    it, exactly +0.0."""
+    zero = np.zeros((), g.dtype)
+    with np.errstate(all="ignore"):
+        w = result * g
+        zeros_so_far = np.cumsum(x == 0, axis=d)
+        before = zeros_so_far == 0
+        grad = np.zeros(x.shape, g.dtype)
+        # torch's cumsum starts from +0.0 and runs in double for float32
+        reversed_sum = np.flip(np.cumsum(np.flip(np.where(before, w, zero), d), axis=d,
+                                         dtype=_accumulator(w.dtype)), d).astype(w.dtype) + zero
+        grad[before] = (reversed_sum / np.where(before, x, np.ones((), x.dtype)))[before]
+        after_one = zeros_so_far == 1
+        first = np.expand_dims(np.argmax(after_one, axis=d), d)
+        first_zero = np.zeros(x.shape, bool)
+        np.put_along_axis(first_zero, first, True, axis=d)
+        first_zero &= after_one
+        between = after_one & ~first_zero
+        term = np.sum(np.cumprod(np.where(between, x, np.ones((), x.dtype)), axis=d)
+                      * np.where(after_one, g, zero), axis=d, keepdims=True)
+        lead = np.take_along_axis(np.cumprod(np.where(before, x, np.ones((), x.dtype)), axis=d),
+                                  np.maximum(first - 1, 0), axis=d)
+        lead = np.where(first == 0, np.ones((), lead.dtype), lead)
+        grad[first_zero] = np.broadcast_to(term * lead, x.shape)[first_zero]
+    return grad
+
+
 _CumprodNode = rec.node_class("CumprodBackward", _cumprod_backward)
 
 
@@ -108,7 +152,7 @@ def cumprod(input, dim, *, dtype=None, out=None):
     d = _dim_of(x, dim)
     dt = _scan_dtype(x, dtype) if out is None else _out_scan_dtype(out, dtype, "cumprod", x._data.ndim > 0)
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
-    result = quietly(np.cumprod, data, d, dt) if data.ndim else data.copy()
+    result = quietly(_scan, np.cumprod, data, d, dt) if data.ndim else data.copy()
     if out is not None:
         rec.check_out(out, "cumprod", x)
         return rec.write_out(out, result, "cumprod")

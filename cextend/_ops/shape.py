@@ -11,7 +11,7 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.autograd import views
-from cextend.tensor import _wrap
+from cextend.tensor import _alias as _same_memory, _wrap
 
 
 def _dim(dim, ndim, op="dim"):
@@ -610,7 +610,7 @@ register("unbind", unbind, samples=lambda rng: iter([Sample(rng.standard_normal(
 
 def detach(input):
     """The same storage and version counter, outside the graph."""
-    out = _wrap(input._data)
+    out = _wrap(_same_memory(input._data))
     out._version_counter = input._version_counter
     return out
 

@@ -89,7 +89,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     result = np.asarray(quietly(lambda: data.prod(axis=dims, keepdims=keepdim)), rt)
     if out is not None:
         rec.check_out(out, "prod", x)
-        return rec.write_out(out, result, "prod")
+        return rec.write_out(out, result, "prod", reads=(x,))
     t = _wrap(result)
     if rt.kind == "f":
         _record(_ProdNode, x, t, dims, keepdim if dim is not None else False, (), whole=dim is None)

@@ -22,18 +22,17 @@ class BatchNormFunction(Function):
                                          running_mean=running_mean, running_var=running_var)
         y, save_mean, save_invstd = _ops_batchnorm.batch_norm_forward(
             x, rm, rv, w, b, training=training, momentum=momentum, eps=eps)
-        if training:
-            for buffer in (running_mean, running_var):
-                if buffer is not None:
-                    buffer._bump_version()      # updated in place, as torch's buffers are
+        # torch's kernel updates the running stats without bumping their
+        # version (a module can run twice before one backward), and its node
+        # saves them: a later in-place change to them makes backward raise
         ctx.training, ctx.eps = bool(training), eps
         ctx.save_mean, ctx.save_invstd = save_mean, save_invstd
-        ctx.save_for_backward(input, weight)
+        ctx.save_for_backward(input, weight, running_mean, running_var)
         return wrap(y)
 
     @staticmethod
     def backward(ctx, grad_output):
-        input, weight = ctx.saved_tensors
+        input, weight, _, _ = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         if is_grad_enabled():
             grads = _differentiable_backward(ctx, grad_output, input, weight, need_x, need_w, need_b)
