@@ -18,6 +18,8 @@ from cextend._random import initial_seed, manual_seed
 from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from cextend.device import device
 from cextend.tensor import Size, Tensor
+from cextend._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                                    preserve_format)
 
 from cextend import autograd, cuda, functions, nn, ops, optim, utils  # noqa: E402  (after Tensor exists)
 import cextend.utils.ffi  # noqa: E402,F401  (cextend.utils.ffi, as torch.utils.ffi was)

@@ -266,33 +266,48 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     return _finish(np.eye(n, m, dtype=_numpy_dtype(dtype)), requires_grad)
 
 
-def _like(make, t, dtype, requires_grad, device=None):
+def _like(make, t, dtype, requires_grad, device=None, memory_format=None):
     if not isinstance(t, Tensor):
         raise TypeError("expected a Tensor as input, got %s" % type(t).__name__)
     numpy_dtype = t._data.dtype if dtype is None else _numpy_dtype(dtype)
     on_device = device if device is not None else ("cuda" if t.is_cuda else None)
-    return _finish(make(t._data.shape, numpy_dtype), requires_grad, on_device)
+    return _finish(_laid_out_like(make(t._data.shape, numpy_dtype), t, memory_format), requires_grad, on_device)
+
+
+def _laid_out_like(values, t, memory_format):
+    """values laid out as torch's *_like(t) (preserve_format by default: a
+    transposed t gives a transposed result, so a later view() agrees)."""
+    if type(t._data) is not np.ndarray or (t._data.flags.c_contiguous and memory_format is None):
+        return values
+    from cextend._memory_format import empty_as
+    out = empty_as(t._data, values.dtype, memory_format)
+    out[...] = values
+    return out
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(np.zeros, input, dtype, requires_grad, device)
+    return _like(np.zeros, input, dtype, requires_grad, device, memory_format)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(np.ones, input, dtype, requires_grad, device)
+    return _like(np.ones, input, dtype, requires_grad, device, memory_format)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(np.empty, input, dtype, requires_grad, device)
+    return _like(np.empty, input, dtype, requires_grad, device, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, d: np.full(s, fill_value, d), input, dtype, requires_grad, device)
+    return _like(lambda s, d: np.full(s, fill_value, d), input, dtype, requires_grad, device, memory_format)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return randn(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    values = randn(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    values._data = _laid_out_like(values._data, input, memory_format)
+    return values
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    values = rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    values._data = _laid_out_like(values._data, input, memory_format)
+    return values

@@ -454,3 +454,133 @@ def test_matmul_saves_a_view_where_torch_does(shapes):
     a.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_cumprod_gradient_at_the_first_zero_reads_the_saved_result():
+    # torch reads the product before the first zero from the saved output:
+    # a change to it through .data (no version bump) shows in the gradient
+    x = torch.tensor([[1.6875, -0.0]], dtype=torch.float64, requires_grad=True).t()
+    y = x.cumprod(0)
+    y.data.mul_(2.0)
+    y.sum().backward()
+    assert x.grad is None
+    leaf = torch.tensor([1.6875, 0.0], dtype=torch.float64, requires_grad=True)
+    out = leaf.cumprod(0)
+    out.data.mul_(2.0)
+    out.backward(torch.tensor([1.0, 1.0], dtype=torch.float64))
+    np.testing.assert_allclose(leaf.grad.numpy(), [2.0 * 1.6875 / 1.6875, 2.0 * 1.6875])
+
+
+@pytest.mark.parametrize("layout", ["sliced", "transposed", "expanded"])
+def test_batch_norm_of_strided_operands_computes_unfolded(layout):
+    # torch folds y = x * alpha + beta only when every operand is contiguous;
+    # otherwise ((x - mean) * invstd) * w + b, which differs at infinities
+    rng = np.random.default_rng(6)
+    a = rng.choice([1.5, -2.0, 0.0, 0.25], size=(4, 3, 2))
+    rm, rv = np.array([0.5, np.inf, -1.0]), np.array([1.0, 0.5, 2.0])
+    w, b = np.array([1.0, np.inf, 2.0]), np.array([0.0, 1.0, np.inf])
+    x = torch.tensor(a)
+    mean = torch.tensor(rm)
+    if layout == "sliced":
+        x = torch.tensor(np.repeat(a, 2, axis=2))[:, :, ::2]
+    elif layout == "transposed":
+        x = torch.tensor(np.ascontiguousarray(a.transpose(2, 1, 0))).permute(2, 1, 0)
+    else:
+        mean = torch.tensor([0.5], dtype=torch.float64).expand(3)
+        rm = np.full(3, 0.5)
+    y = torch.nn.functional.batch_norm(x, mean, torch.tensor(rv), torch.tensor(w), torch.tensor(b), training=False)
+    shape = (1, 3, 1)
+    with np.errstate(all="ignore"):
+        want = ((a - rm.reshape(shape)) * (1 / np.sqrt(rv + 1e-5)).reshape(shape)) * w.reshape(shape) + b.reshape(shape)
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
+def test_batch_norm_of_contiguous_operands_folds():
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64)
+    y = torch.nn.functional.batch_norm(x, torch.tensor([0.0, 0.0], dtype=torch.float64),
+                                       torch.tensor([1.0, 1.0], dtype=torch.float64),
+                                       torch.tensor([np.inf, 1.0], dtype=torch.float64), None, training=False)
+    # alpha = inf, beta = 0 - 0 * inf = NaN: every element of channel 0 is NaN
+    assert np.isnan(y.numpy()[:, 0]).all()
+
+
+def _strides(t):
+    return tuple(t.stride())
+
+
+def test_results_laid_out_as_torchs_empty_like():
+    # preserve_format keeps a strided tensor's dim order (dense strides in it)
+    sliced_t = torch.zeros(5, 3).t()[:, ::2]
+    permuted = torch.zeros(2, 4, 3).permute(2, 0, 1)[:, :, ::2]
+    expanded_t = torch.zeros(2, 1, 3).expand(2, 4, 3).transpose(0, 2)
+    for source, want in ((sliced_t, (1, 3)), (permuted, (1, 6, 3)), (expanded_t, (1, 3, 12))):
+        assert _strides(source.clone()) == want
+        assert _strides(torch.flip(source, [0])) == want
+        assert _strides(source.sort(0).values) == want and _strides(source.sort(0).indices) == want
+        assert _strides(source.argsort(1)) == want
+        assert _strides(torch.zeros_like(source)) == want
+        assert _strides(torch.full_like(source, 2.0)) == want
+        np.testing.assert_array_equal(source.sort(0).values.numpy(), np.sort(source.numpy(), 0))
+    transposed = torch.zeros(5, 3).t()
+    for make in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.rand_like, torch.randn_like):
+        assert _strides(make(transposed)) == (1, 3)
+    assert _strides(torch.zeros_like(transposed, memory_format=torch.contiguous_format)) == (5, 1)
+
+
+def test_roll_result_is_contiguous():
+    x = torch.tensor([[-0.1875, -0.4375, -0.0625, 0.0]]).expand(3, 4)
+    rolled = x.roll((2, -1), (1, 0))
+    assert rolled.is_contiguous()
+    np.testing.assert_array_equal(rolled.numpy(), np.roll(x.numpy(), (2, -1), (1, 0)))
+    flat = rolled.reshape(-1)
+    rolled.data.zero_()
+    assert (flat.numpy() == 0).all()        # a view, as torch's
+
+
+def test_linear_result_is_a_view_where_torch_flattens():
+    rng = np.random.default_rng(8)
+    w, b = torch.tensor(rng.standard_normal((5, 4))), torch.tensor(rng.standard_normal(5))
+    for shape in ((4,), (2, 3, 4), (2, 1, 3, 4)):
+        a = rng.standard_normal(shape)
+        y = torch.nn.functional.linear(torch.tensor(a), w, b)
+        np.testing.assert_allclose(y.numpy(), a @ w.numpy().T + b.numpy(), rtol=1e-12)
+        with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+            y.detach_()
+    assert torch.nn.functional.linear(torch.tensor(rng.standard_normal((2, 4))), w, b)._base is None
+    assert torch.nn.functional.linear(torch.tensor(rng.standard_normal((3, 4))), w)._base is None
+    x = torch.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    torch.nn.functional.linear(x.t().contiguous().t().unsqueeze(0), w, b).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.tile(w.numpy().sum(0), (3, 1)), rtol=1e-12)
+
+
+def test_matmul_of_a_vector_and_a_matrix_resizes_out_as_torch():
+    # torch runs mm_out(out, a.unsqueeze(0), b).squeeze_(0): out becomes a
+    # contiguous block where it starts, with the resize warning
+    buf = torch.zeros(6)
+    window = buf[::2]
+    with pytest.warns(UserWarning, match="resized"):
+        result = torch.matmul(torch.ones(2), torch.ones(2, 3), out=window)
+    assert result is window and window.stride() == (1,) and tuple(window.shape) == (3,)
+    np.testing.assert_array_equal(buf.numpy(), [2, 2, 2, 0, 0, 0])
+
+
+def test_in_place_view_ops():
+    leaf = torch.randn(1, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf.squeeze_(0)
+    y = leaf * 2
+    assert y.squeeze_(0) is y and tuple(y.shape) == (3,) and y._version == 1
+    y.sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), [[2.0, 2.0, 2.0]])
+    base = torch.randn(2, 3, requires_grad=True)
+    part = (base * 2)[0:1]
+    part.squeeze_(0)
+    assert part._base is not None and tuple(part.shape) == (3,)
+    part.sum().backward()
+    np.testing.assert_array_equal(base.grad.numpy(), [[2.0] * 3, [0.0] * 3])
+    z = torch.zeros(2, 3)
+    z.t_()
+    assert tuple(z.shape) == (3, 2) and z.stride() == (1, 3)
+    z.transpose_(0, 1)
+    z.unsqueeze_(0)
+    assert tuple(z.shape) == (1, 2, 3)

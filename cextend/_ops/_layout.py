@@ -75,9 +75,17 @@ def _order_matches(result, wanted):
     return all(a >= b for a, b in zip(strides, strides[1:]))
 
 
-def empty_like_preserve(array):
+def empty_like_preserve(array, dtype=None):
     """An uninitialised array shaped like `array`, laid out as torch's
     empty_like(preserve_format): a non-overlapping and dense tensor keeps its
-    strides (a transposed one stays transposed), any other (expanded,
-    sliced) becomes C-contiguous.  clone and flip allocate this way."""
-    return np.empty_like(array, order="K" if non_overlapping_and_dense(array) else "C")
+    strides (a transposed one stays transposed); any other (sliced,
+    expanded) gets dense strides in its own dim order (infer_dense_strides,
+    which leaves stride-0 dims where C order puts them).  clone, flip and
+    sort allocate this way."""
+    dtype = array.dtype if dtype is None else np.dtype(dtype)
+    if non_overlapping_and_dense(array):
+        return np.empty_like(array, dtype=dtype, order="K")
+    if array.ndim < 2:
+        return np.empty(array.shape, dtype)
+    wanted = tuple(reversed(_dim_order(array.shape, [array.strides])))      # slowest to fastest
+    return np.empty([array.shape[d] for d in wanted], dtype).transpose(np.argsort(wanted))

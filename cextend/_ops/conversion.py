@@ -1,7 +1,7 @@
 """Copies and conversions: clone, contiguous, to(dtype / device)."""
 import numpy as np
 
-from cextend._ops._layout import empty_like_preserve
+from cextend._memory_format import contiguous_format, empty_as
 
 from cextend._fpe import quietly
 from cextend import _dtype
@@ -22,10 +22,8 @@ def clone(input, *, memory_format=None):
     data = x._data
     if type(data) is not np.ndarray:
         copy = data.copy()
-    elif memory_format is not None and "contiguous" in str(memory_format):
-        copy = data.copy(order="C")
     else:
-        copy = empty_like_preserve(data)
+        copy = empty_as(data, data.dtype, memory_format)
         copy[...] = data
     out = _wrap(copy)
     if rec.needs_grad(x):
@@ -38,9 +36,14 @@ register("clone", clone, samples=S.unary(), family="conversion")
 
 def contiguous(self, memory_format=None):
     data = self._data
+    if memory_format not in (None, contiguous_format) and type(data) is np.ndarray:
+        wanted = empty_as(data, data.dtype, memory_format)      # refuses a rank the format has no place for
+        if data.ndim < 2 or data.strides == wanted.strides or np.moveaxis(data, 1, -1).flags.c_contiguous:
+            return self
+        return clone(self, memory_format=memory_format)
     if type(data) is DeviceArray or data.flags.c_contiguous:
         return self
-    return clone(self, memory_format="contiguous_format")
+    return clone(self, memory_format=contiguous_format)
 
 
 method("contiguous", contiguous)

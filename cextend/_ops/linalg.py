@@ -183,6 +183,11 @@ def matmul(input, other, *, out=None):
             result = views.forget_base(result)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
+        if da == 1 and db == 2:
+            # torch runs mm_out(out, a.unsqueeze(0), b).squeeze_(0): out is
+            # resized to (1, n) first (restrided, with its warning)
+            rec.write_out(out, result._data.reshape(1, -1), "matmul", strict="c_type", reads=(a, b))
+            return out.squeeze_(0)
         return rec.write_out(out, result._data, "matmul", strict="c_type", reads=(a, b))
     return result
 
@@ -434,6 +439,10 @@ def linear(input, weight, bias=None):
         if rec.needs_grad(x, w, b):
             node = rec.record(_LinearNode, (x, w, b), result)
             node._saved = (rec.save(x), rec.save(w))
+    if bd is not None and b._data.ndim == 1 and xd.ndim != 2 and xd.flags.c_contiguous:
+        # torch flattens a contiguous input to 2-D for its fused addmm and
+        # views the result back: the result is a view (detach_() refuses it)
+        result = result.view(result.shape)
     return result
 
 

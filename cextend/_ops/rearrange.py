@@ -87,7 +87,7 @@ def roll(input, shifts, dims=None):
         raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts_t), len(dims_t)))
     from cextend.tensor import _dim
     d = tuple(_dim(k, x._data.ndim) for k in dims_t)
-    t = _wrap(np.roll(x._data, shifts_t, d))
+    t = _wrap(np.ascontiguousarray(np.roll(x._data, shifts_t, d)))     # torch's roll is contiguous
     if rec.needs_grad(x):
         node = rec.record(_RollNode, (x,), t)
         node.shifts, node.dims = shifts_t, d
@@ -173,7 +173,8 @@ def _repeat_each(x, repeats, dim):
     sizes[d + 1] = repeats
     shape = list(source.shape)
     shape[d] *= repeats
-    return spread.expand(sizes).clone().view(shape)
+    from cextend._memory_format import contiguous_format
+    return spread.expand(sizes).clone(memory_format=contiguous_format).view(shape)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):

@@ -137,8 +137,8 @@ def _cumprod_grad_with_zeros(x, g, result, d):
         between = after_one & ~first_zero
         term = np.sum(np.cumprod(np.where(between, x, np.ones((), x.dtype)), axis=d)
                       * np.where(after_one, g, zero), axis=d, keepdims=True)
-        lead = np.take_along_axis(np.cumprod(np.where(before, x, np.ones((), x.dtype)), axis=d),
-                                  np.maximum(first - 1, 0), axis=d)
+        # the product before the first zero, read from the saved result
+        lead = np.take_along_axis(result, np.maximum(first - 1, 0), axis=d)
         lead = np.where(first == 0, np.ones((), lead.dtype), lead)
         grad[first_zero] = np.broadcast_to(term * lead, x.shape)[first_zero]
     return grad

@@ -616,3 +616,30 @@ def detach(input):
 
 
 register("detach", detach, gradcheck=False, difftest=False, family="shape")
+
+
+# -- in-place view ops: x.squeeze_(0) and the like ------------------------------------------
+
+def _in_place_view(name, op):
+    """x.op_(...): x itself becomes op(x), a view op recorded in place (as
+    torch: the version counter moves, and a leaf that requires grad refuses)."""
+    def inplace(self, *args, **kwargs):
+        require_tensor(self, name)
+        recording = rec.needs_grad(self)
+        views.check_inplace(self, recording)
+        new = op(self, *args, **kwargs)
+        self._data = new._data
+        self._version_counter[0] += 1
+        if self._view_fn is not None:
+            self._view_fn = new._view_fn
+            self._grad_fn, self._output_nr = new._grad_fn, new._output_nr
+            self._grad_fn_version = self._version_counter[0]
+        elif recording:
+            self._grad_fn, self._output_nr = new._grad_fn, new._output_nr
+        return self
+    inplace.__name__ = name
+    return inplace
+
+
+for _name, _op in (("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", t), ("transpose_", transpose)):
+    method(_name, _in_place_view(_name, _op))

@@ -5,6 +5,7 @@ CPU sort does; the value gradients go back to the selected indices."""
 import numpy as np
 
 from cextend._ops import _record as rec
+from cextend._ops._layout import empty_like_preserve
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import index_scatter, return_types, _evenly_backward
 from cextend._ops.registry import Sample, register
@@ -47,19 +48,31 @@ _SortNode = rec.node_class("SortBackward", _select_backward, multi_output=True)
 _TopkNode = rec.node_class("TopkBackward", _select_backward, multi_output=True)
 
 
-def _values_at(x, d, order, name, node_cls, keepdim=True, named=None):
+def _values_at(x, d, order, name, node_cls, keepdim=True, named=None, like_input=False):
+    """like_input: the results laid out as the input (sort's are, as torch's
+    empty_like); otherwise contiguous."""
     data = x._data
     if data.ndim == 0:
         values, indices = data.copy(), np.zeros((), np.int64)
     else:
         values = np.take_along_axis(data, order, axis=d)
         indices = order.astype(np.int64)
-    v, i = _wrap(np.array(values, order="C")), _wrap(np.array(indices, order="C"))
+    if like_input:
+        v, i = _wrap(_laid_out_like(values, data)), _wrap(_laid_out_like(indices, data))
+    else:
+        v, i = _wrap(np.array(values, order="C")), _wrap(np.array(indices, order="C"))
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), (v, None))
         node.dim, node.in_shape = (d if data.ndim else 0), data.shape
         node._saved = (rec.save(i if data.ndim else _wrap(np.zeros((), np.int64))),)
     return return_types[named or name](v, i)
+
+
+def _laid_out_like(result, data):
+    """result in a fresh array laid out as torch's empty_like(data)."""
+    out = empty_like_preserve(data, result.dtype)
+    out[...] = result
+    return out
 
 
 def _with_out(result, out, name, x):
@@ -73,13 +86,14 @@ def _with_out(result, out, name, x):
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     x = require_tensor(input, "sort")
     d = _dim(x, dim)
-    return _with_out(_values_at(x, d, sort_order(x._data, d, descending), "sort", _SortNode), out, "sort", x)
+    return _with_out(_values_at(x, d, sort_order(x._data, d, descending), "sort", _SortNode, like_input=True),
+                     out, "sort", x)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
     x = require_tensor(input, "argsort")
     d = _dim(x, dim)
-    return _wrap(np.asarray(sort_order(x._data, d, descending), np.int64))
+    return _wrap(_laid_out_like(np.asarray(sort_order(x._data, d, descending), np.int64), x._data))
 
 
 def msort(input, *, out=None):

@@ -177,11 +177,12 @@ class AsStridedBackward(Node):
 def _clone_in_order(g, order):
     """A (differentiable) copy of g laid out with dims `order` slowest first."""
     import numpy as np
+    from cextend._memory_format import contiguous_format
     data = g._data
     if type(data) is not np.ndarray or order == tuple(range(data.ndim)):
-        return g.clone(memory_format="contiguous_format")
+        return g.clone(memory_format=contiguous_format)
     inverse = tuple(np.argsort(order))
-    return g.permute(*order).clone(memory_format="contiguous_format").permute(*inverse)
+    return g.permute(*order).clone(memory_format=contiguous_format).permute(*inverse)
 
 
 class CopySlices(Node):

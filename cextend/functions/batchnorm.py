@@ -5,6 +5,8 @@ updates the running stats in place; evaluation mode uses the running stats.
 The backward runs the C kernel; when a double backward is being recorded it
 is written in Tensor ops instead (the same formulas), so it differentiates.
 """
+import numpy as np
+
 from cextend import _ops_batchnorm
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
@@ -22,6 +24,9 @@ class BatchNormFunction(Function):
                                          running_mean=running_mean, running_var=running_var)
         y, save_mean, save_invstd = _ops_batchnorm.batch_norm_forward(
             x, rm, rv, w, b, training=training, momentum=momentum, eps=eps)
+        if not _torch_folds(x, w, b, rm, rv):
+            y = _unfolded(x, w, b, save_mean if training else rm,
+                          save_invstd if training else None if rv is None else 1 / np.sqrt(rv + eps))
         # torch's kernel updates the running stats without bumping their
         # version (a module can run twice before one backward), and its node
         # saves them: a later in-place change to them makes backward raise
@@ -43,6 +48,25 @@ class BatchNormFunction(Function):
                 input=need_x, weight=need_w and weight is not None, bias=need_b)
             grads = wrap(dx), wrap(dw), wrap(db)
         return grads + (None,) * 5
+
+
+def _torch_folds(x, *per_channel):
+    """Whether torch's CPU kernel folds the statistics and the affine terms
+    into y = x * alpha + beta: only when the input (contiguous or channels
+    last) and every per-channel tensor are contiguous; otherwise it computes
+    ((x - mean) * invstd) * weight + bias, which differs at infinities (the
+    folded form makes inf - inf = NaN) and in the sign of zeros."""
+    dense = x.flags.c_contiguous or (x.ndim in (4, 5) and np.moveaxis(x, 1, -1).flags.c_contiguous)
+    return dense and all(a is None or a.size <= 1 or a.strides[0] == a.itemsize for a in per_channel)
+
+
+def _unfolded(x, w, b, mean, invstd):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+
+    def per_channel(a, default):
+        return x.dtype.type(default) if a is None else a.reshape(shape)
+    with np.errstate(all="ignore"):
+        return ((x - per_channel(mean, 0)) * per_channel(invstd, 1)) * per_channel(w, 1) + per_channel(b, 0)
 
 
 def _differentiable_backward(ctx, g, input, weight, need_x, need_w, need_b):

@@ -291,12 +291,6 @@ PADDED_CONVS = ("conv1d", "conv2d", "conv_transpose2d", "conv_transpose1d")
 # float32 or 8 float64 elements at a time) but 1 in its scalar tail.  The
 # generator keeps NaN out of their inputs.
 NAN_BUGS = ("mode", "hardtanh", "relu6")
-# batch_norm in evaluation with an infinite weight or running stat: torch
-# 2.13's contiguous kernel computes x * scale + shift (-inf + inf = NaN where
-# x > 0), its strided one (x - mean) * invstd * weight + bias (inf); cextend
-# follows the contiguous kernel, and the generator keeps non-finite operands
-# away from strided batch_norm inputs.
-STRIDED_BATCH_NORM = ("batch_norm",)
 
 
 def excuse(finding, allowed=None):

@@ -18,7 +18,7 @@ from cextend._ops.registry import OPS, Const
 
 from . import calls
 from . import values as V
-from .allowlist import NAN_BUGS, PADDED_CONVS, POLES, STRIDED_BATCH_NORM, TORCH_BUGS
+from .allowlist import NAN_BUGS, PADDED_CONVS, POLES, TORCH_BUGS
 from .features import writable
 from .program import Stmt
 
@@ -191,9 +191,9 @@ def _argument(gen, info, a, plan, position, inplace_target):
 
 def steer_clear(gen, name, args, kwargs=None):
     """Keep away from where torch itself is wrong or both are noise (the
-    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, STRIDED_BATCH_NORM and
-    NAN_BUGS): may rewrite args; False to give up.  kwargs: the sample's
-    keyword values (not their sources)."""
+    allowlist's TORCH_BUGS, POLES, PADDED_CONVS and NAN_BUGS): may rewrite
+    args; False to give up.  kwargs: the sample's keyword values (not their
+    sources)."""
     values = [gen.value(a) for a in args]
     tensors = [(i, t) for i, t in enumerate(values) if hasattr(t, "stride")]
     if name in PADDED_CONVS and _padded(kwargs or {}):
@@ -203,10 +203,6 @@ def steer_clear(gen, name, args, kwargs=None):
     if name in NAN_BUGS:
         for _, t in tensors:
             if t.dtype.is_floating_point and bool(t.detach().isnan().any()):
-                return False
-    if name in STRIDED_BATCH_NORM and tensors and not tensors[0][1].is_contiguous():
-        for _, t in tensors:
-            if t.dtype.is_floating_point and not bool(t.detach().isfinite().all()):
                 return False
     if name in POLES:
         for _, t in tensors:
