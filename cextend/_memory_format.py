@@ -37,3 +37,24 @@ def empty_as(like, dtype, fmt=None):
         raise RuntimeError("required rank %d tensor to use %s format" % (rank, fmt._name))
     order = (0,) + tuple(range(2, rank)) + (1,)         # channels innermost
     return np.empty([like.shape[d] for d in order], dtype).transpose(np.argsort(order))
+
+
+def suggests_channels_last(array):
+    """torch's suggest_memory_format() == channels_last (channels_last_3d
+    for 5-D) of a tensor with this array's shape and strides: channels
+    innermost, then the spatial dims, then the batch (is_channels_last_strides_2d)."""
+    if type(array) is not np.ndarray or array.ndim not in (4, 5):
+        return False
+    sizes = array.shape
+    strides = [s // array.itemsize for s in array.strides]
+    if strides[1] == 0:
+        return False
+    order = (1, 3, 2, 0) if array.ndim == 4 else (1, 4, 3, 2, 0)
+    smallest = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < smallest:
+            return False
+        if d == 0 and smallest == strides[1]:
+            return False
+        smallest = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
+    return True

@@ -584,3 +584,46 @@ def test_in_place_view_ops():
     z.transpose_(0, 1)
     z.unsqueeze_(0)
     assert tuple(z.shape) == (1, 2, 3)
+
+
+def test_linear_saves_each_factor_only_for_the_others_gradient():
+    # as torch's addmm: with only the bias requiring grad nothing is saved,
+    # so a second backward runs and changing the operands does not matter
+    x, w = torch.tensor([1.875, 0.0, 0.375, -0.125]), torch.ones(3, 4)
+    b = torch.tensor([-0.8125, -0.0, 0.3125], requires_grad=True)
+    y = torch.nn.functional.linear(x, w, b)
+    w.add_(1)
+    y.sum().backward()
+    y.sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 2.0, 2.0])
+    x = torch.randn(3, 4, requires_grad=True)
+    weight = torch.randn(5, 4)
+    out = torch.nn.functional.linear(x, weight)
+    weight.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_convolutions_write_channels_last_where_torch_does():
+    rng = np.random.default_rng(9)
+    for dt in (torch.float32, torch.float64):
+        x = torch.tensor(rng.standard_normal((2, 3, 5, 6)), dtype=dt)
+        w = torch.tensor(rng.standard_normal((4, 3, 3, 3)), dtype=dt)
+        plain = torch.nn.functional.conv2d(x, w)
+        assert plain.stride() == (48, 12, 4, 1)
+        for a, b in ((x.contiguous(memory_format=torch.channels_last), w),
+                     (x, w.contiguous(memory_format=torch.channels_last))):
+            y = torch.nn.functional.conv2d(a, b)
+            assert y.stride() == (48, 1, 16, 4)
+            np.testing.assert_allclose(y.numpy(), plain.numpy(), rtol=1e-5, atol=1e-5)
+        t = torch.nn.functional.conv_transpose2d(x.contiguous(memory_format=torch.channels_last),
+                                                 torch.tensor(rng.standard_normal((3, 4, 3, 3)), dtype=dt))
+        assert t.stride() == (224, 1, 32, 4)
+        # conv1d: a transposed weight decides, a permuted input does not (torch
+        # makes the 3-D input contiguous first)
+        w1 = torch.tensor(rng.standard_normal((4, 2, 3)), dtype=dt).transpose(1, 2)
+        assert torch.nn.functional.conv1d(torch.tensor(rng.standard_normal((2, 3, 7)), dtype=dt), w1).stride() \
+            == (24, 1, 4)
+        permuted = torch.tensor(rng.standard_normal((2, 7, 3)), dtype=dt).transpose(1, 2)
+        assert torch.nn.functional.conv1d(permuted, torch.tensor(rng.standard_normal((4, 3, 2)), dtype=dt)).stride() \
+            == (24, 6, 1)

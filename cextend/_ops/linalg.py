@@ -362,8 +362,10 @@ register("outer", outer, aliases=("ger",), family="linalg",
 # -- linear: the layer's product, on the C kernels ------------------------------------
 
 def _linear_backward(node, g, x, w):
+    """x is a Tensor when the weight's gradient reads it, else its bare array
+    (for the kernel's shapes; torch keeps nothing then), and w likewise."""
     need_x, need_w, need_b = node.needs(0), node.needs(1), node.needs(2)
-    k, m = w._data.shape[1], w._data.shape[0]
+    m, k = np.shape(getattr(w, "_data", w))
     if _grad_state.enabled or type(g._data) is not np.ndarray or g._data.dtype not in _FLOATS:
         # Recording a double backward (or an unusual dtype): the same products
         # as differentiable ops.
@@ -371,7 +373,8 @@ def _linear_backward(node, g, x, w):
         return (g.matmul(w) if need_x else None,
                 g2.t().mm(x2) if need_w else None,
                 g2.sum(0) if need_b else None)
-    dx, dw, db = ops.linear_backward(g._data, x._data, w._data, input=need_x, weight=need_w, bias=need_b)
+    dx, dw, db = ops.linear_backward(g._data, getattr(x, "_data", x), getattr(w, "_data", w),
+                                     input=need_x, weight=need_w, bias=need_b)
     return (None if dx is None else _wrap(dx)), (None if dw is None else _wrap(dw)), \
         (None if db is None else _wrap(db))
 
@@ -438,7 +441,9 @@ def linear(input, weight, bias=None):
                                 or x._base is not None or w._base is not None):
         if rec.needs_grad(x, w, b):
             node = rec.record(_LinearNode, (x, w, b), result)
-            node._saved = (rec.save(x), rec.save(w))
+            # as torch's addmm: each factor is saved (version-checked, freed
+            # after backward) only for the other one's gradient
+            node._saved = (rec.save(x) if node.needs(1) else xd, rec.save(w) if node.needs(0) else wd)
     if bd is not None and b._data.ndim == 1 and xd.ndim != 2 and xd.flags.c_contiguous:
         # torch flattens a contiguous input to 2-D for its fused addmm and
         # views the result back: the result is a view (detach_() refuses it)

@@ -150,7 +150,19 @@ def _conv2d_any(x, weight, bias, stride, padding, dilation, groups):
                                                                  padding, dilation, groups))
     if not _floating(x):
         return _integer_conv2d(x, weight, bias, stride, padding, dilation, groups)
-    return _Conv2d.apply(x, weight, bias, stride, padding, dilation, groups)
+    return _channels_last_if_torch(_Conv2d.apply(x, weight, bias, stride, padding, dilation, groups), x, weight)
+
+
+def _channels_last_if_torch(y, x, weight):
+    """torch's CPU convolutions write a channels-last output when the input
+    or the weight is laid out channels last (mkldnn_conv_use_channels_last,
+    thnn_conv_use_channels_last): y re-laid out so, as a later view() sees."""
+    from cextend._memory_format import channels_last, empty_as, suggests_channels_last
+    if type(y._data) is np.ndarray and (suggests_channels_last(x._data) or suggests_channels_last(weight._data)):
+        laid_out = empty_as(y._data, y._data.dtype, channels_last)
+        laid_out[...] = y._data
+        y._data = laid_out
+    return y
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -168,7 +180,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if weight.dim() != 3:
         raise ValueError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
-    y = _conv2d_any(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
+    # torch makes the 3-D input contiguous before viewing it 4-D (no
+    # accidental channels-last output from a permuted input)
+    y = _conv2d_any(x.contiguous().unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                     (1, _single(dilation, "dilation")), groups).squeeze(2)
     y = views.forget_base(y)            # torch's conv1d result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
@@ -216,8 +230,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     _check_weight_dtype(x, weight)
     same_bias = bias is None or (_tensor(bias, "bias", "conv_transpose2d")._data.dtype == x._data.dtype)
     if _floating(x):
-        y = _ConvTranspose2d.apply(x, weight, bias if same_bias else None, stride, padding, output_padding,
-                                   groups, dilation)
+        y = _channels_last_if_torch(_ConvTranspose2d.apply(x, weight, bias if same_bias else None, stride, padding,
+                                                           output_padding, groups, dilation), x, weight)
     else:
         geometry, shape = _conv_transpose2d_geometry(tuple(x.shape), tuple(weight.shape),
                                                      None if bias is None else tuple(bias.shape), stride, padding,

@@ -18,7 +18,7 @@ from cextend._ops.registry import OPS, Const
 
 from . import calls
 from . import values as V
-from .allowlist import NAN_BUGS, PADDED_CONVS, POLES, TORCH_BUGS
+from .allowlist import CONSTANT_ROWS, NAN_BUGS, PADDED_CONVS, POLES, TORCH_BUGS
 from .features import writable
 from .program import Stmt
 
@@ -191,9 +191,9 @@ def _argument(gen, info, a, plan, position, inplace_target):
 
 def steer_clear(gen, name, args, kwargs=None):
     """Keep away from where torch itself is wrong or both are noise (the
-    allowlist's TORCH_BUGS, POLES, PADDED_CONVS and NAN_BUGS): may rewrite
-    args; False to give up.  kwargs: the sample's keyword values (not their
-    sources)."""
+    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, NAN_BUGS and CONSTANT_ROWS):
+    may rewrite args; False to give up.  kwargs: the sample's keyword values
+    (not their sources)."""
     values = [gen.value(a) for a in args]
     tensors = [(i, t) for i, t in enumerate(values) if hasattr(t, "stride")]
     if name in PADDED_CONVS and _padded(kwargs or {}):
@@ -204,6 +204,8 @@ def steer_clear(gen, name, args, kwargs=None):
         for _, t in tensors:
             if t.dtype.is_floating_point and bool(t.detach().isnan().any()):
                 return False
+    if name in CONSTANT_ROWS and tensors and _has_constant_row(tensors[0][1], values[1] if len(values) > 1 else None):
+        return False
     if name in POLES:
         for _, t in tensors:
             data = t.detach().double().numpy()
@@ -235,3 +237,13 @@ def _writable(gen, expr):
 
 
 VOCABULARY = vocabulary()
+
+
+def _has_constant_row(t, normalized_shape):
+    """A float32 group of layer_norm's input (its last len(normalized_shape)
+    dims) whose values are all equal."""
+    if str(t.dtype) != "torch.float32" or t.dim() == 0:
+        return False
+    dims = len(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else 1
+    data = t.detach().numpy().reshape(-1, int(np.prod(t.shape[t.dim() - dims:]) if dims <= t.dim() else 1))
+    return bool(data.size) and data.shape[1] > 1 and bool((data.max(1) == data.min(1)).any())
