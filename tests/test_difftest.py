@@ -204,6 +204,15 @@ def test_unspecified_choices_cover_the_values_out_among_signed_zeros():
     assert allowlist.unspecified(Finding(0, stmt, "state", differences=elsewhere)) is None
 
 
+def test_unspecified_zero_sign_covers_an_in_place_receiver():
+    stmt = Stmt("v8 = v6.clamp_max_(v7)", "op", "clamp_max_")
+    sign = compare("v6", Describer(torch)(torch.tensor([0.0])), Describer(cextend)(cextend.tensor([-0.0])))
+    both = sign + [type(d)("v8", d.field, d.torch, d.cextend) for d in sign]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=both)) is not None
+    other = [type(d)("v5", d.field, d.torch, d.cextend) for d in sign]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=other)) is None
+
+
 def test_padded_convolutions_steer_clear_of_non_finite_operands():
     # D62: torch's kernels disagree among themselves on 0 * inf from the padding.
     from difftest.generator import Gen

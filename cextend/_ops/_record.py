@@ -129,7 +129,9 @@ def not_implemented(name, message, error=RuntimeError):
     """A node for an op torch has no derivative for: backward raises, as torch's does."""
     def backward(node, grads, *saved):
         raise error(message)
-    return node_class(name, backward, multi_output=True)
+    cls = node_class(name, backward, multi_output=True)
+    cls.not_implemented = True
+    return cls
 
 
 def requires_grad(x):

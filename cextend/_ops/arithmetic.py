@@ -116,7 +116,7 @@ class Binary:
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
                         t is not float and t is not int and (other._requires_grad or other._base is not None)):
-                    if rec.needs_grad(input, other):
+                    if rec.needs_grad(input, other) and self._records(result):
                         node = rec.record2(self.node, input, other, result)
                         if self.saves is not None:
                             node._saved = self._saved(node, input, other, result, input)
@@ -140,11 +140,16 @@ class Binary:
                 views.rebase_history(out, rec.connect(rec.new_node(self.node), (a, b)), 0)
             return written
         result = _wrap(_as_ndarray(data, ot))
-        if self.node is not None and rec.needs_grad(a, b):
+        if self.node is not None and rec.needs_grad(a, b) and self._records(result):
             node = rec.record(self.node, (a, b), result)
             if self.saves is not None:
                 node._saved = self._saved(node, a, b, result, a)
         return result
+
+    def _records(self, result):
+        """An op torch has no derivative for (floor_divide) gives an integer
+        result no history (and no error); every other op records one."""
+        return result._data.dtype.kind == "f" or not getattr(self.node, "not_implemented", False)
 
     def _keep(self, node, a, b):
         """(keep self, keep other, keep result) for this call."""
@@ -870,7 +875,7 @@ def masked_fill(input, mask, value):
     x = require_tensor(input, "masked_fill")
     value = _fill_value(value, "masked_fill")
     shape = broadcast_shapes(x._data.shape, mask._data.shape)
-    data = np.array(np.broadcast_to(x._data, shape))
+    data = np.array(np.broadcast_to(x._data, shape), order="C")       # torch's result is contiguous
     data[np.broadcast_to(mask._data, shape)] = _fill_scalar(value._data if is_tensor(value) else value,
                                                             data.dtype)
     result = _wrap(data)

@@ -12,6 +12,7 @@ from the ops themselves.
 import string
 
 from cextend._ops._operands import require_tensor
+from cextend.autograd import views
 from cextend._ops.registry import Sample, register
 
 _SPARE = string.ascii_uppercase + string.ascii_lowercase
@@ -154,11 +155,22 @@ def einsum(equation, *operands):
         keep = set(output).union(*rest) if rest else set(output)
         terms = [_contract(a, sa, b, sb, keep, sizes)] + terms[2:]
     (t, sub), = terms
+    if len(operands) == 1:
+        # torch permutes the operand to the output's labels, then the summed
+        # ones, and sums those: a view of the input where nothing is summed
+        order = [sub.index(c) for c in output] + [i for i, c in enumerate(sub) if c not in output]
+        t = t.permute(*order)
+        return t.sum(tuple(range(len(output), len(sub)))) if len(sub) > len(output) else t
+    summed = bool(set().union(*subs) - set(output))
     t, sub = _sum_out(t, sub, set(output))
     t = _broadcast(t, sub, sizes)
-    if sub != output:
-        t = t.permute(*[sub.index(c) for c in output])
-    return t
+    t = t.permute(*[sub.index(c) for c in output])
+    # torch's pairwise products leave the result laid out in the output's
+    # order; where labels were summed away its last step is a view() of it
+    t = t.contiguous()
+    if t._base is not None:
+        t = views.forget_base(t)
+    return t.view(t.shape) if summed else t
 
 
 def _einsum_call(lib, equation, *operands):

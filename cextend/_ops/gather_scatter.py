@@ -5,6 +5,7 @@ another op of this family, so derivatives of any order exist."""
 import numpy as np
 
 from cextend._ops import _record as rec
+from cextend._ops._layout import empty_like_preserve
 from cextend._overlap import check_no_overlap, check_no_partial, check_not_read_while_written
 from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
 from cextend._ops.registry import Const, Sample, register
@@ -294,9 +295,14 @@ def _index_add_backward(node, g, index):
 _IndexAddNode = rec.node_class("IndexAddBackward", _index_add_backward)
 
 
-def _index_write(x, d, idx, source_data, op, mode):
-    """A copy of x with source written (or added) at positions idx along d."""
-    data = x._data.copy() if x._data.ndim else x._data.reshape(1).copy()
+def _index_write(x, d, idx, source_data, op, mode, layout="C"):
+    """A copy of x with source written (or added) at positions idx along d;
+    layout "preserve": the copy keeps x's dim order (torch's clone)."""
+    if layout == "preserve" and x._data.ndim > 1:
+        data = empty_like_preserve(x._data)
+        data[...] = x._data
+    else:
+        data = x._data.copy() if x._data.ndim else x._data.reshape(1).copy()
     _check_bounds(idx, data.shape[d], d, op)
     moved = np.moveaxis(data, d, 0)          # a view: writes land in data
     if np.ndim(source_data):
@@ -398,7 +404,7 @@ def index_fill(input, dim, index, value):
                            "%d dimension(s)." % value._data.ndim)
     from cextend._ops.arithmetic import _fill_scalar
     fill = _fill_scalar(value._data if is_tensor(value) else value, x._data.dtype)
-    data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy")
+    data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy", layout="preserve")
     t = _wrap(data)
     if rec.needs_grad(x, value):
         node = rec.record(_IndexFillNode, (x, None, index, value if is_tensor(value) else None), t)
@@ -458,7 +464,7 @@ register("index_fill", index_fill, inplace=_index_fill_inplace, samples=_index_s
 
 # -- masks ---------------------------------------------------------------------------
 
-def _masked_select_backward(node, g, mask):
+def _masked_select_backward(node, g, mask, input=None):
     zeros = _wrap(np.zeros(node.out_shape, g._data.dtype))
     full = masked_scatter(zeros, mask.expand(node.out_shape), g)
     return full.sum_to_size(node.in_shape), None
@@ -486,7 +492,9 @@ def masked_select(input, mask, *, out=None):
     if rec.needs_grad(x):
         node = rec.record(_MaskedSelectNode, (x, None), t)
         node.in_shape, node.out_shape = x._data.shape, shape
-        node._saved = (SavedTensor(mask),)
+        # torch's formula reads self (masked_select_backward(grad, self, mask)):
+        # saved, so an in-place change to it before backward raises
+        node._saved = (SavedTensor(mask), SavedTensor(x))
     return t
 
 
@@ -628,7 +636,9 @@ def _put(x, index, source, accumulate):
     if source._data.dtype != x._data.dtype:
         raise RuntimeError("put_(): self and source expected to have the same dtype, but got self.dtype = %s "
                            "and source.dtype = %s" % (_torch_name(x), _torch_name(source)))
-    data = x._data.copy()
+    data = np.ascontiguousarray(x._data)     # written through its flat (C order) view
+    if data is x._data:
+        data = data.copy()
     flat = data.reshape(-1)
     if idx.size and (idx.min() < -flat.size or idx.max() >= flat.size):
         raise IndexError("out of range: tried to access index %d on a tensor of %d elements."
@@ -638,12 +648,21 @@ def _put(x, index, source, accumulate):
         np.add.at(flat, idx.reshape(-1), values)
     else:
         flat[idx.reshape(-1)] = values
-    t = _wrap(data)
+    t = _wrap(_as_laid_out(data, x._data))
     if rec.needs_grad(x, source):
         node = rec.record(_PutNode, (x, None, source), t)
         node.accumulate, node.source_shape = accumulate, source._data.shape
         node._saved = (SavedTensor(index),)
     return t
+
+
+def _as_laid_out(data, like):
+    """data in a fresh array laid out as torch's clone of `like`."""
+    if like.ndim < 2 or data.strides == like.strides:
+        return data
+    out = empty_like_preserve(like)
+    out[...] = data
+    return out
 
 
 def put(input, index, source, accumulate=False):

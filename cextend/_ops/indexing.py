@@ -469,8 +469,19 @@ def index_put_(self, indices, values, accumulate=False, sources=None, arrange=No
     if node is not None:
         node.key = np_key
         node._saved = tuple(SavedTensor(s) for s in sources)
+        if not node._saved:     # list indices: torch saves them as tensors (freed by a backward)
+            node._saved = (None,)
+            node._keeps_wrapped_number = True
         node.accumulate = accumulate
     return self
 
 
 method("index_put_", index_put_)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """index_put_ on a clone (torch's: the clone keeps input's layout)."""
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+method("index_put", index_put)

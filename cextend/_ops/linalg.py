@@ -443,12 +443,24 @@ def linear(input, weight, bias=None):
             node = rec.record(_LinearNode, (x, w, b), result)
             # as torch's addmm: each factor is saved (version-checked, freed
             # after backward) only for the other one's gradient
-            node._saved = (rec.save(x) if node.needs(1) else xd, rec.save(w) if node.needs(0) else wd)
+            node._saved = (rec.save(_as_torch_saves_input(x, bd, node)) if node.needs(1) else xd,
+                           rec.save(w) if node.needs(0) else wd)
     if bd is not None and b._data.ndim == 1 and xd.ndim != 2 and xd.flags.c_contiguous:
         # torch flattens a contiguous input to 2-D for its fused addmm and
         # views the result back: the result is a view (detach_() refuses it)
         result = result.view(result.shape)
     return result
+
+
+def _as_torch_saves_input(x, bias, node):
+    """What torch's linear keeps of an input of 3 or more dims for the
+    weight's gradient: the input flattened to rows, a view where its leading
+    dims merge (or the fused path's reshape of a contiguous input with a
+    bias), else a copy -- which an in-place change to x then does not reach."""
+    data = x._data
+    if data.ndim < 3 or (bias is not None and bias.ndim == 1 and data.flags.c_contiguous):
+        return x
+    return x if _viewable(data, (-1, data.shape[-1])) else x.clone()
 
 
 def _linear_samples(rng):

@@ -268,7 +268,7 @@ def _norm_backward(node, g, x, norm):
     p = node.p
     gg, n = _restore(g, node), _restore(norm, node)
     if p == 0:
-        return x * 0
+        return None         # torch's norm_backward returns an undefined gradient: .grad stays None
     if p == 1:
         return x.sgn() * gg
     if p == 2:

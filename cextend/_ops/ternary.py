@@ -21,8 +21,23 @@ def _c_name(t):
 
 
 def _lerp_data(a, b, w):
-    # torch's kernel: from the nearer end, so lerp(a, b, 1) is exactly b.
-    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    """torch's lerp kernel: from the nearer end (lerp(a, b, 1) is exactly b),
+    one fused multiply-add over (b - a) rounded to the dtype:
+        w < 0.5:  a + w * (b - a)      else:  b - (b - a) * (1 - w)
+    (its CPU kernels are built with FMA, vectorised and scalar alike).  A
+    number weight is rounded to the dtype first.  The fused step is computed
+    in a wider type and rounded once."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):        # device arrays
+        return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    dtype = np.result_type(a, b)
+    if not isinstance(w, np.ndarray) or w.dtype != dtype:
+        w = np.asarray(w, dtype)
+    wide = np.float64 if dtype == np.float32 else np.longdouble
+    diff = (b - a).astype(wide)
+    small = np.abs(w) < 0.5
+    coeff = np.where(small, w, w - dtype.type(1)).astype(wide)
+    base = np.where(small, a, b).astype(wide)
+    return (coeff * diff + base).astype(dtype)
 
 
 def _lerp_backward(node, g, start, end, weight):

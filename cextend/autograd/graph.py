@@ -114,6 +114,9 @@ class AccumulateGrad(Node):
         # A leaf detached (detach_, requires_grad_(False)) after the graph was
         # built no longer accumulates, as in torch.
         if self.variable._requires_grad:
+            if self.variable._grad_fn is not None:
+                # an in-place op after detach_() gave the leaf a history
+                raise RuntimeError("leaf variable has been moved into the graph interior")
             accumulate_into(self.variable, grads[0])
         return ()
 

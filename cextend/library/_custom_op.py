@@ -2,8 +2,9 @@
 
     @custom_op("mylib::scale", mutates_args=())
     def scale(x: Tensor, alpha: float) -> Tensor:
+        x = x.contiguous()              # empty_like keeps x's layout: C order first
         y = cextend.empty_like(x)
-        lib.scale(x.contiguous(), y, x.numel(), alpha)
+        lib.scale(x, y, x.numel(), alpha)
         return y
 
     scale.register_autograd(lambda ctx, g: (g * ctx.alpha, None),

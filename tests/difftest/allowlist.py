@@ -239,13 +239,16 @@ def unspecified(finding):
     called = set(re.findall(r"(\w+)\(", line.split(" = ", 1)[1]))
     out_pair = re.search(r"out=\((\w+), (\w+)\)", line)         # (values, indices) given as out=
     value_out, index_out = out_pair.groups() if out_pair else (None, None)
+    receiver = re.match(r"(v\d+)\.\w+_\(", line.split(" = ", 1)[1])    # x.clamp_(...) writes x too
+    written = receiver.group(1) if receiver else None
     for entry in UNSPECIFIED:
         # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
         if (op in entry.ops or (entry.index_path is None and called & set(entry.ops))) and all((entry.index_path is not None and d.field == "values"
                                     and (d.path == target + entry.index_path
                                          or (entry.index_path == "[1]" and d.path == index_out)))
                                    or (d.field == "zero sign" and (d.path.startswith(target)
-                                                                   or d.path == value_out))
+                                                                   or d.path == value_out
+                                                                   or d.path == written))
                                    for d in finding.differences):
             return entry
     return None

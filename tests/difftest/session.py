@@ -135,7 +135,8 @@ class Session:
         if differences and errors[0] is not None:
             # Both raised: what a failed statement left half-done is not a
             # contract (torch itself may have written part of an in-place result).
-            return None, soft or Finding(index, stmt, "soft-state", errors[0], errors[1], differences, history)
+            # The program stops there (run.py): both states would diverge.
+            return None, Finding(index, stmt, "soft-state", errors[0], errors[1], differences, history)
         if differences:
             return Finding(index, stmt, "state", errors[0], errors[1], differences, history), soft
         return None, soft
