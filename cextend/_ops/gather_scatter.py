@@ -636,7 +636,7 @@ def _put(x, index, source, accumulate):
     if source._data.dtype != x._data.dtype:
         raise RuntimeError("put_(): self and source expected to have the same dtype, but got self.dtype = %s "
                            "and source.dtype = %s" % (_torch_name(x), _torch_name(source)))
-    data = np.ascontiguousarray(x._data)     # written through its flat (C order) view
+    data = np.asarray(x._data, order="C")     # written through its flat (C order) view
     if data is x._data:
         data = data.copy()
     flat = data.reshape(-1)

@@ -151,7 +151,7 @@ def _softmax_like(input, dim, dtype, log, name):
     data = x._data.reshape(1) if ndim == 0 else x._data
     out = quietly(_softmax_array, data, d, log)
     out = out.reshape(()) if ndim == 0 else out
-    result = _wrap(np.ascontiguousarray(out, x._data.dtype))      # torch's softmax is contiguous
+    result = _wrap(np.asarray(out, x._data.dtype, order="C"))      # torch's softmax is contiguous
     if rec.needs_grad(x):
         node = rec.record(_LogSoftmaxNode if log else _SoftmaxNode, (x,), result)
         node.dim = d if ndim else None     # a 0-d tensor's one "dim" is all of it

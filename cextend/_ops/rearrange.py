@@ -87,7 +87,7 @@ def roll(input, shifts, dims=None):
         raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts_t), len(dims_t)))
     from cextend.tensor import _dim
     d = tuple(_dim(k, x._data.ndim) for k in dims_t)
-    t = _wrap(np.ascontiguousarray(np.roll(x._data, shifts_t, d)))     # torch's roll is contiguous
+    t = _wrap(np.asarray(np.roll(x._data, shifts_t, d), order="C"))     # torch's roll is contiguous
     if rec.needs_grad(x):
         node = rec.record(_RollNode, (x,), t)
         node.shifts, node.dims = shifts_t, d

@@ -34,7 +34,7 @@ def _accumulator(dt):
 
 def _scan(function, data, dim, dt):
     """The scan, contiguous as torch's (its result is allocated C-ordered)."""
-    return np.ascontiguousarray(function(data, dim, _accumulator(dt)), dt)
+    return np.asarray(function(data, dim, _accumulator(dt)), dt, order="C")
 
 
 def _cumsum_backward(node, g):
@@ -284,7 +284,7 @@ def logcumsumexp(input, dim, *, out=None):
     dt = float_result(x._data.dtype)
     data = x._data.astype(dt)
     result = quietly(np.logaddexp.accumulate, data, d) + dt.type(0) if data.ndim else data.copy()
-    t = _wrap(np.ascontiguousarray(result, dt))     # contiguous, as torch's
+    t = _wrap(np.asarray(result, dt, order="C"))     # contiguous, as torch's
     if out is not None:
         return rec.finish_out(out, t, "logcumsumexp", x, strict="expected scalar_type %(result)s but found %(out)s")
     if rec.needs_grad(x):
