@@ -58,3 +58,14 @@ def suggests_channels_last(array):
             return False
         smallest = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
     return True
+
+
+def like_input_format(result, batched_input):
+    """result (a Tensor from a batched 4-D input) re-laid out channels last
+    where the input is: torch's CPU pooling allocates its output in
+    input.suggest_memory_format().  (An unbatched 3-D input never is.)"""
+    if type(result._data) is np.ndarray and suggests_channels_last(batched_input._data):
+        laid_out = empty_as(result._data, result._data.dtype, channels_last)
+        laid_out[...] = result._data
+        result._data = laid_out
+    return result

@@ -627,3 +627,87 @@ def test_convolutions_write_channels_last_where_torch_does():
         permuted = torch.tensor(rng.standard_normal((2, 7, 3)), dtype=dt).transpose(1, 2)
         assert torch.nn.functional.conv1d(permuted, torch.tensor(rng.standard_normal((4, 3, 2)), dtype=dt)).stride() \
             == (24, 6, 1)
+
+
+# -- found by the fuzz run of seed 9901 -----------------------------------------------------
+
+def test_layer_norm_input_gradient_follows_torchs_kernel():
+    # ds = sum(g w x), db = sum(g w): an infinite weight makes the whole row NaN
+    x = torch.tensor([[2.0, -0.25, -0.625, -0.75], [1.625, 0.625, -0.3125, 1.125]], requires_grad=True)
+    w = torch.tensor([-float("inf"), 0.75, 0.75, -0.6875])
+    torch.nn.functional.layer_norm(x, [4], w, w).sum().backward()
+    assert np.isnan(x.grad.numpy()).all()
+    # finite: the usual formula, against float64 numpy
+    rng = np.random.default_rng(12)
+    a, wa, g = rng.standard_normal((5, 7)), rng.standard_normal(7), rng.standard_normal((5, 7))
+    t = torch.tensor(a, requires_grad=True)
+    torch.nn.functional.layer_norm(t, [7], torch.tensor(wa), None).backward(torch.tensor(g))
+    mean, var = a.mean(1, keepdims=True), a.var(1, keepdims=True)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat, gw = (a - mean) * rstd, g * wa
+    want = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
+    np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-9, atol=1e-12)
+
+
+def test_lerp_rounds_once_as_torchs_fused_kernel():
+    a, b = torch.tensor([1.75, -2.5]), torch.tensor([0.625, -0.4375])
+    got = a.lerp(b, 0.8).numpy()
+    w = np.float32(0.8)
+    want = (np.float64(w - np.float32(1)) * np.float64(b.numpy() - a.numpy()) + b.numpy().astype(np.float64))
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+    assert got[0] == np.float32(0.84999996)
+
+
+def test_einsum_results_are_views_where_torchs_are():
+    a, b, m = torch.randn(3), torch.randn(4), torch.randn(3, 4)
+    assert torch.einsum("i,j->ij", a, b)._base is None          # a product, nothing summed
+    assert torch.einsum("ij,jk->ki", m, torch.randn(4, 5)).stride() == (3, 1)
+    assert torch.einsum("ij", m)._base is not None and torch.einsum("ij->", m)._base is None
+    x = torch.randn(3, 4, requires_grad=True)
+    torch.einsum("ij,jk->ki", x, torch.ones(4, 2)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 2.0))
+
+
+def test_pooling_keeps_a_channels_last_input_channels_last():
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((2, 3, 6, 8))
+    x = torch.tensor(a).contiguous(memory_format=torch.channels_last)
+    F = torch.nn.functional
+    for y in (F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.max_pool2d(x, 2, return_indices=True)[1]):
+        assert y.stride() == (36, 1, 12, 3)
+    np.testing.assert_array_equal(F.max_pool2d(x, 2).numpy(), F.max_pool2d(torch.tensor(a), 2).numpy())
+    assert F.adaptive_avg_pool2d(x, 3).stride() == (27, 1, 9, 3)
+    assert F.max_pool2d(x[0], 2).stride() == (12, 4, 1)         # unbatched: contiguous
+    permuted = torch.tensor(rng.standard_normal((2, 8, 3))).transpose(1, 2)
+    assert F.avg_pool1d(permuted, 2).stride() == (12, 1, 3)
+    assert F.max_pool1d(permuted, 2).stride() == (12, 4, 1)     # its own kernel
+
+
+def test_grad_obeys_the_layout_contract():
+    x = torch.randn(2, 3, 6, 8).contiguous(memory_format=torch.channels_last).requires_grad_()
+    (x * 2).sum().backward()
+    assert x.grad.stride() == x.stride()
+    s = torch.randn(3, 8)[:, ::2].detach().requires_grad_()
+    (s * 2).sum().backward()
+    assert s.grad.stride() == (4, 1)
+
+
+def test_norm_zero_leaves_grad_none_and_a_leaf_moved_into_the_graph_raises():
+    x = torch.randn(3, 4, requires_grad=True)
+    x.norm(0).backward()
+    assert x.grad is None
+    leaf = torch.zeros(2, requires_grad=True)
+    copy = leaf.clone()
+    leaf.detach_()
+    leaf.add_(copy)
+    with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph interior"):
+        leaf.sum().backward()
+
+
+def test_integer_floor_divide_with_history_records_nothing():
+    ints = torch.tensor([4, 5])
+    ints.fill_(torch.tensor(3.0, requires_grad=True))
+    assert not (ints // 2).requires_grad and not (7 % ints).requires_grad
+    with pytest.raises(RuntimeError, match="Autograd not support dtype"):
+        ints % 2
+    assert (ints / 2).requires_grad

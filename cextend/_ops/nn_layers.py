@@ -39,7 +39,10 @@ def _layer_norm_backward(node, g, x, weight, bias):
         xhat = (x - _wrap(node.mean)) * rstd
     batch = tuple(range(x.dim() - len(dims)))
     grad_x = grad_w = grad_b = None
-    if node.needs(0):
+    if node.needs(0) and not grad_mode.is_grad_enabled():
+        grad_x = _wrap(quietly(_layer_norm_input_grad, g._data, x._data, None if weight is None else weight._data,
+                               node.mean, node.rstd, dims))
+    elif node.needs(0):
         gx = g * weight if weight is not None else g
         grad_x = rstd * (gx - gx.mean(dims, keepdim=True) - xhat * (gx * xhat).mean(dims, keepdim=True))
     if weight is not None and node.needs(1):
@@ -56,6 +59,21 @@ def _layer_norm_backward(node, g, x, weight, bias):
 
 
 _LayerNormNode = rec.node_class("NativeLayerNormBackward", _layer_norm_backward)
+
+
+def _layer_norm_input_grad(g, x, w, mean, rstd, dims):
+    """torch's CPU kernel, row by row: with ds = sum(g w x), db = sum(g w),
+    dx = rstd g w + b x + c, b = (db mean - ds) rstd^3 / N, c = -b mean - db rstd / N.
+    (Mathematically the usual formula; an infinity in w or g makes its whole
+    row NaN here, as in torch.)"""
+    count = int(np.prod([x.shape[d] for d in dims]))
+    gw = g * w if w is not None else g
+    ds = (gw * x).sum(axis=dims, keepdims=True)
+    db = gw.sum(axis=dims, keepdims=True)
+    scale = x.dtype.type(1.0 / count) if count else x.dtype.type(0)
+    b = (db * mean - ds) * rstd * rstd * rstd * scale
+    c = -b * mean - db * rstd * scale
+    return np.asarray(rstd * gw + b * x + c, x.dtype)
 
 
 def _normalized_shape(normalized_shape):

@@ -137,12 +137,25 @@ def accumulate_into(tensor, grad):
             tensor._grad = grad.clone()     # recorded: .grad differentiates through it
         else:
             from cextend.tensor import _wrap
-            tensor._grad = _wrap(grad._data.copy())     # contiguous, and ours alone
+            tensor._grad = _wrap(_obeying_layout_contract(grad._data, tensor._data))
     elif is_grad_enabled() or not current._data.flags.writeable:
         tensor._grad = current + grad
     else:
         quietly(np.add, current._data, grad._data, current._data)
         current._version_counter[0] += 1
+
+
+def _obeying_layout_contract(grad, variable):
+    """A private copy of grad laid out as torch's "gradient layout
+    contract": with the variable's strides where it is non-overlapping and
+    dense (a channels-last weight gets a channels-last .grad), else C order."""
+    from cextend._overlap import non_overlapping_and_dense
+    if (type(grad) is np.ndarray and type(variable) is np.ndarray and variable.ndim > 1
+            and not variable.flags.c_contiguous and non_overlapping_and_dense(variable)):
+        out = np.empty_like(variable, dtype=grad.dtype, order="K")
+        out[...] = grad
+        return out
+    return grad.copy()
 
 
 def gradient_edge(tensor):

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from cextend import _random
+from cextend._memory_format import like_input_format
 from cextend._nn_shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
 from cextend.autograd import grad_mode, views
@@ -133,7 +134,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if not return_indices and not (x.requires_grad and grad_mode.is_grad_enabled()):
         # torch's max_pool1d has its own kernel: no view; where the input
         # needs a gradient it runs the indices form, whose result is one
-        return views.forget_base(_squeezed(result))
+        result = views.forget_base(_squeezed(result))
+        result._data = np.asarray(result._data, order="C")     # its kernel writes a contiguous output
+        return result
     return _squeezed(result)
 
 
@@ -229,7 +232,9 @@ def _adaptive_max(x4, sizes, op):
     _not_floating(x4, "adaptive_max_pool2d")
     unbatched = x4.dim() == 3
     values, indices = AdaptiveMaxPool2dFunction.apply(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
-    return (values.squeeze(0), indices.squeeze(0)) if unbatched else (values, indices)
+    if unbatched:
+        return values.squeeze(0), indices.squeeze(0)
+    return like_input_format(values, x4), like_input_format(indices, x4)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
