@@ -711,3 +711,34 @@ def test_integer_floor_divide_with_history_records_nothing():
     with pytest.raises(RuntimeError, match="Autograd not support dtype"):
         ints % 2
     assert (ints / 2).requires_grad
+
+
+def test_cumprod_double_backward_through_zeros_is_torchs_sum_of_omitted_products():
+    # under create_graph torch sums the products that omit each element; with
+    # an infinity among them that is NaN where a recurrence would give inf
+    x = torch.tensor([0.0, float("inf"), 0.75, -0.0, 2.0], requires_grad=True)
+    x.clone().cumprod_(-1).mean().backward(create_graph=True)
+    assert np.isnan(x.grad.numpy()[0]) and x.grad.numpy()[1] == 0.0
+    y = torch.tensor([[0.0, 1.5, -2.0, 0.0, 0.5], [1.0, 2.0, 0.0, 3.0, -1.0]], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda t: t.cumprod(1), (y,))
+
+
+def test_elu_second_derivative_is_torchs_elu_double_backward():
+    # masked with x < 0 and multiplied in: 0 (not NaN) at NaN, -0.0 where the
+    # incoming weight is negative
+    x = torch.tensor([[-1.0, 2.0, -0.25, 2.5], [float("nan"), 1.5, -1.5, -2.0]], requires_grad=True)
+    g, = torch.autograd.grad(torch.nn.functional.elu(x, alpha=2.0).sum(), [x], create_graph=True)
+    (g * torch.tensor([[2.0, 0.5, 1.0, -0.75], [-1.25, 2.5, -1.5, 1.25]])).sum().backward()
+    got = x.grad.numpy()
+    assert got[1, 0] == 0.0 and np.signbit(got[0, 3]) and got[0, 1] == 0.0
+    np.testing.assert_allclose(got[0, 0], 2.0 * 2.0 * np.exp(-1.0), rtol=1e-6)
+    z = torch.tensor([-0.7, 0.3, -1.9], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda t: torch.nn.functional.celu(t, 0.7), (z,))
+
+
+def test_batch_norm_evaluation_gradient_requires_grad_under_create_graph():
+    x = torch.tensor([[0.5625], [1.1875], [-0.6875]], requires_grad=True)
+    y = torch.nn.functional.batch_norm(x.expand(3, 2), torch.tensor([-1.1, 1.48]), torch.tensor([1.44, 1.57]),
+                                       torch.tensor([0.5, -1.0]), None, training=False)
+    y.sum().backward(create_graph=True)
+    assert x.grad.requires_grad and x.grad.grad_fn is not None

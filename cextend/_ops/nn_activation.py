@@ -266,22 +266,49 @@ def _elu_compute(a, alpha, scale, input_scale, grad_input_scale=None):
 def _elu_backward(node, g, saved):
     alpha, scale, input_scale = node.params["alpha"], node.params["scale"], node.params["input_scale"]
     input_scale = node.params.get("grad_input_scale") or input_scale
-    if node.from_result:
-        if alpha < 0:
-            raise RuntimeError("In-place elu backward calculation is triggered with a negative slope "
-                               "which is not supported. This is caused by calling in-place forward "
-                               "function with a negative slope, please call out-of-place version "
-                               "instead.")
-        return where(saved <= 0, g * input_scale * (_flat_at_zero(saved) + alpha * scale), g * scale)
-    negative = g * (input_scale * scale * alpha) * (_flat_at_zero(saved) * input_scale).exp()
-    return where(saved <= 0, negative, g * scale)
+    if node.from_result and alpha < 0:
+        raise RuntimeError("In-place elu backward calculation is triggered with a negative slope "
+                           "which is not supported. This is caused by calling in-place forward "
+                           "function with a negative slope, please call out-of-place version "
+                           "instead.")
+    return elu_backward(g, saved, (alpha * scale, scale, input_scale), node.from_result)
 
 
-def _flat_at_zero(saved):
-    """saved, with a zero derivative where it is 0: torch's first derivative
-    of elu takes the negative branch at 0 (x <= 0), its second derivative
-    masks with x < 0."""
-    return saved.masked_fill(saved == 0, 0.0)
+def _elu_grad_value(go, x, coefficients, from_result):
+    """torch's elu_backward kernel: x <= 0 takes the negative branch."""
+    negcoef, poscoef, negiptcoef = coefficients
+    if from_result:
+        negative = go * negiptcoef * (x + negcoef)
+    else:
+        negative = go * negiptcoef * negcoef * np.exp(x * negiptcoef)
+    return np.asarray(np.where(x <= 0, negative, go * poscoef), go.dtype)
+
+
+def _elu_backward_backward(node, gg, go, x):
+    coefficients, from_result = node.coefficients, node.from_result
+    grad_go = elu_backward(gg, x, coefficients, from_result) if node.needs(0) else None
+    grad_x = None
+    if node.needs(1):
+        # torch's elu_double_backward: masked with x < 0 (the first
+        # derivative took x <= 0), the mask multiplied in (NaN there gives 0)
+        below = (x < 0).to(gg.dtype)
+        scaled = gg * go * coefficients[2]
+        grad_x = scaled * below if from_result else elu_backward(scaled, x, coefficients, False) * below
+    return grad_go, grad_x
+
+
+_EluBackwardNode = rec.node_class("EluBackwardBackward", _elu_backward_backward)
+
+
+def elu_backward(go, x, coefficients, from_result):
+    """elu's derivative as one recorded op (of go and x), as torch's
+    elu_backward: its own backward is torch's, not the derivative of a where()."""
+    result = _wrap(quietly(_elu_grad_value, go._data, x._data, coefficients, from_result))
+    if rec.needs_grad(go, x):
+        node = rec.record(_EluBackwardNode, (go, x), result)
+        node.coefficients, node.from_result = coefficients, from_result
+        node._saved = (rec.save(go), rec.save(x))
+    return result
 
 
 _elu_kernel = _float_compute(_elu_compute)

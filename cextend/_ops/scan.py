@@ -87,31 +87,36 @@ def _cumsum_inplace(self, dim, *, dtype=None):
 
 
 def _cumprod_backward(node, g, x, result):
-    """d/dx_k of sum_j g_j prod_{i<=j} x_i.  Without zeros: the reverse
-    cumsum of g*result, divided by x.  With zeros that division is 0/0, so
-    the sum is built by the recurrence S_k = g_k + x_{k+1} S_{k+1} times the
-    exclusive prefix product (torch does the same work another way)."""
-    if node.ndim == 0:
+    """torch's cumprod_backward: without zeros, the reverse cumsum of
+    g * result over x; with zeros, outside create_graph its O(n) formula
+    (_cumprod_grad_with_zeros), under it the O(n^2) sum of products that
+    omit each element, which differentiates again."""
+    if node.ndim == 0 or x.numel() <= 1:
         return g
     d = node.dim
+    n = x.shape[d]
+    if n == 1:
+        return g
     if not (x == 0).any().item():
         return _reverse_cumsum(g * result, d) / x
     if not grad_mode.is_grad_enabled():
         return _wrap(_cumprod_grad_with_zeros(x._data, g._data, result._data, d))
-    n = x.shape[d]
-    from cextend._ops.joining import stack
-    suffix = [None] * n
-    running = g.select(d, n - 1)
-    suffix[n - 1] = running
-    for k in range(n - 2, -1, -1):
-        running = g.select(d, k) + x.select(d, k + 1) * running
-        suffix[k] = running
+    from cextend._ops.joining import cat
     ones_shape = list(x.shape)
     ones_shape[d] = 1
-    from cextend._ops.joining import cat
-    shifted = cat([x.new_ones(ones_shape), x.narrow(d, 0, n - 1)], d) if n > 1 else x.new_ones(ones_shape)
-    prefix = shifted.cumprod(d)
-    return prefix * stack(suffix, d)
+    slices = []
+    for k in range(n):
+        if k == 0:
+            omitted = cat([x.new_ones(ones_shape), x.narrow(d, 1, n - 1).cumprod(d)], d)
+        else:
+            until = x.narrow(d, 0, k).prod(d, keepdim=True)
+            if k == n - 1:
+                omitted = until
+            else:
+                after = x.narrow(d, k + 1, n - k - 1).cumprod(d)
+                omitted = cat([until, until.expand_as(after) * after], d)
+        slices.append((g.narrow(d, k, n - k) * omitted).sum(d).unsqueeze(d))
+    return cat(slices, d)
 
 
 def _cumprod_grad_with_zeros(x, g, result, d):

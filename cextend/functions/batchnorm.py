@@ -8,6 +8,7 @@ is written in Tensor ops instead (the same formulas), so it differentiates.
 import numpy as np
 
 from cextend import _ops_batchnorm
+from cextend._ops import _record as rec
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.functions._tensors import wrap
@@ -90,5 +91,7 @@ def _differentiable_backward(ctx, g, input, weight, need_x, need_w, need_b):
         if ctx.training:
             grad_input = scale * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
         else:
-            grad_input = scale * g
+            # torch's double-backward node reads the input too (a zero
+            # derivative in evaluation): the gradient requires grad through it
+            grad_input = rec.reads_through("NativeBatchNormBackwardBackward", scale * g, input)
     return grad_input, grad_weight, grad_bias

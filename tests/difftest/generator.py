@@ -66,7 +66,12 @@ class Gen:
         out = [(e, t) for e, t in out if _usable(t)]
         if where is not None:
             out = [(e, t) for e, t in out if where(t)]
-        return out
+        # autograd.grad's results are read through a clone: torch's may be
+        # expanded views (of a 0-d gradient), cextend's are ordinary tensors,
+        # so what a view, contiguous() or requires_grad_() of them shares
+        # differs (the documented deviation D25); the results themselves are
+        # compared where autograd.grad returns them
+        return [(e + ".clone()" if any(t is r for r in self.grad_results) else e, t) for e, t in out]
 
     def pick(self, where=None, prefer_recent=True):
         """(expression, tensor) of a live tensor, or (None, None)."""
