@@ -718,7 +718,7 @@ def test_cumprod_double_backward_through_zeros_is_torchs_sum_of_omitted_products
     # an infinity among them that is NaN where a recurrence would give inf
     x = torch.tensor([0.0, float("inf"), 0.75, -0.0, 2.0], requires_grad=True)
     x.clone().cumprod_(-1).mean().backward(create_graph=True)
-    assert np.isnan(x.grad.numpy()[0]) and x.grad.numpy()[1] == 0.0
+    assert np.isnan(x.grad.detach().numpy()[0]) and x.grad.detach().numpy()[1] == 0.0
     y = torch.tensor([[0.0, 1.5, -2.0, 0.0, 0.5], [1.0, 2.0, 0.0, 3.0, -1.0]], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda t: t.cumprod(1), (y,))
 
