@@ -59,6 +59,16 @@ class BuiltinNode(Node):
     def needs(self, i):
         return self.next_functions[i][0] is not None
 
+    computes_unwanted_outputs = False
+
+    def _unpack_saved(self):
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        for s in saved:
+            if type(s) is SavedTensor:
+                s.unpack(self)
+
     _keeps_wrapped_number = False    # see Binary._saved
 
     def _release(self):

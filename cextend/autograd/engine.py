@@ -187,7 +187,6 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
             buf = buffers[node] = [None] * node.num_outputs
             root_nodes.append(node)
         buf[nr] = _add(buf[nr], g, create_graph) if g is not None else buf[nr]
-    first_roots = set(root_nodes) if run_captured else ()     # a captured root is not run (torch)
     order, dependencies = _graph(root_nodes)
     needed = target_nodes = None
     if capture is not None:
@@ -236,12 +235,16 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
                     buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
-            elif (run_captured and node in target_nodes and type(node) is not AccumulateGrad
-                  and node not in first_roots):
+            elif run_captured and node in target_nodes and type(node) is not AccumulateGrad:
                 # backward(inputs=[non-leaf]): torch runs the input's grad_fn
-                # (for its retain_grad hook), drops what it returns, and so
-                # reads and frees its saved tensors like any other node's
-                _run(node, grads)
+                # (for its retain_grad hook) with none of its outputs wanted:
+                # a builtin node only unpacks its saved tensors (checking
+                # their versions) and computes nothing, so a derivative torch
+                # lacks does not raise; a custom Function's backward runs
+                if node.computes_unwanted_outputs:
+                    _run(node, grads)
+                else:
+                    node._unpack_saved()
                 if not retain_graph:
                     node._release()
             for child, _ in edges:

@@ -70,6 +70,13 @@ class Node:
     def apply(self, grads):
         raise NotImplementedError
 
+    # A custom Function's backward runs even when no gradient it returns is
+    # wanted (torch calls it); a builtin node then only unpacks what it saved.
+    computes_unwanted_outputs = True
+
+    def _unpack_saved(self):
+        """Read the saved tensors (their version checks) without computing."""
+
     def _release(self):
         """Free what backward needed (saved tensors) once the graph is consumed."""
 
