@@ -742,3 +742,124 @@ def test_batch_norm_evaluation_gradient_requires_grad_under_create_graph():
                                        torch.tensor([0.5, -1.0]), None, training=False)
     y.sum().backward(create_graph=True)
     assert x.grad.requires_grad and x.grad.grad_fn is not None
+
+
+# -- found by the fuzz run of seed 10001 ----------------------------------------------------
+
+def test_backward_with_the_root_among_inputs_runs_and_frees_its_node():
+    x = torch.tensor(0.6875, requires_grad=True)
+    y = x.abs()
+    y.backward(inputs=[y])
+    assert y.grad.item() == 1.0 and x.grad is None
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    r = torch.tensor(2.1875, requires_grad=True).clone().acosh_()
+    r.backward(inputs=[r])          # no derivative is computed: acosh_'s missing one does not raise
+    assert r.grad.item() == 1.0
+
+
+def test_unbatched_pools_are_not_views():
+    x3 = torch.randn(3, 6, 8)
+    F = torch.nn.functional
+    for y in (F.max_pool2d(x3, 2), F.avg_pool2d(x3, 2), F.adaptive_avg_pool2d(x3, 3), F.adaptive_max_pool2d(x3, 3)):
+        assert y._base is None
+    with torch.no_grad():
+        values, indices = F.adaptive_max_pool2d(x3, 3, return_indices=True)
+    values.add_(torch.ones(1, requires_grad=True))      # not a view made under no_grad
+
+
+def test_zero_dim_tensor_indices_are_numbers():
+    x = torch.arange(6.0).reshape(2, 3)
+    picked = x[torch.tensor(1)]
+    assert picked._base is not None and tuple(picked.shape) == (3,)
+    assert tuple(x[torch.tensor(True)].shape) == (1, 2, 3)
+    flag = torch.tensor(False)
+    leaf = torch.tensor(-0.5, requires_grad=True)
+    none = leaf.clone()[flag]
+    with torch.no_grad():
+        flag.zero_()                # nothing of the 0-d index is kept: backward still runs
+    none.sum().backward()
+    assert leaf.grad.item() == 0.0
+
+
+def test_sort_saves_the_indices_it_returns():
+    v = torch.tensor(-0.9375, requires_grad=True)
+    values, indices = torch.sort(v)
+    indices.mul_(indices)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (values * 1.75).sum().backward()
+
+
+def test_floor_divide_out_refuses_only_a_leaf_requiring_grad():
+    leaf = torch.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        torch.floor_divide(torch.ones(2), 1.5, out=leaf)
+    out = torch.zeros(2, requires_grad=True) * 1
+    result = torch.floor_divide(torch.tensor([3.0, -3.0], requires_grad=True), 1.75, out=out)
+    assert result is out and out.grad_fn is not None
+    np.testing.assert_array_equal(out.detach().numpy(), [1.0, -2.0])
+
+
+def test_clamp_with_equal_bounds_gives_neither_bound_a_gradient():
+    x = torch.tensor([0.125, 3.0, 1.0])
+    low = torch.tensor([2.0, 2.0, 0.0], requires_grad=True)
+    high = torch.tensor([2.0, 2.0, 5.0], requires_grad=True)
+    x.clip(low, high).sum().backward()
+    np.testing.assert_array_equal(low.grad.numpy(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(high.grad.numpy(), [0.0, 1.0, 0.0])
+
+
+def test_setitem_of_a_tensor_into_its_own_expand():
+    base = torch.tensor([2.25])
+    spread = base.expand(3)
+    spread[:] = base                # the very same elements: nothing to write, as torch
+    with pytest.raises(RuntimeError, match="single memory location"):
+        spread.copy_(torch.tensor([1.0, 2.0, 3.0]))
+    one = torch.tensor([[1.0]])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        one[0] = one
+
+
+def test_outer_products_keep_the_sign_of_zero():
+    a = torch.tensor([[-0.5625, 1.9375], [1.0, 1.625]], requires_grad=True)
+    v = torch.tensor([-0.3125, 0.0])
+    grad, = torch.autograd.grad((a.mv(v) * torch.tensor([1.25, -1.0])).sum(), [a])
+    assert np.signbit(grad.numpy()[1, 1]) and not np.signbit(grad.numpy()[0, 1])
+
+
+def test_binary_cross_entropy_target_gradient_is_minus_logit():
+    x = torch.tensor([0.5, 0.875, 0.125], dtype=torch.float64, requires_grad=True)
+    t = torch.tensor([0.25, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    _, grad_t = torch.autograd.grad(torch.nn.functional.binary_cross_entropy(x, t, reduction="sum"), [x, t])
+    a = x.detach().numpy()
+    np.testing.assert_allclose(grad_t.numpy(), -np.log(a / (1 - a)))
+    assert np.signbit(grad_t.numpy()[0])
+
+
+def test_cat_stack_addcmul_where_lay_out_as_torch():
+    t = torch.randn(2, 3).t()
+    assert torch.stack([t, t]).stride() == (6, 2, 1) and torch.cat([t, t], 1).stride() == (4, 1)
+    cl = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    assert torch.cat([cl, cl]).stride() == (60, 1, 15, 3)
+    assert torch.cat([cl, cl.contiguous()]).stride() == (60, 20, 5, 1)
+    assert torch.stack([cl, cl]).stride() == (120, 60, 1, 15, 3)
+    a = torch.randn(4, 3).t()
+    assert a.addcmul(torch.randn(4), torch.randn(3, 1)).stride() == (1, 3)
+    assert torch.lerp(a, torch.randn(3, 4), 0.5).stride() == (1, 3)
+    assert torch.where(a > 0, torch.randn(3, 4), a).stride() == (1, 3)
+
+
+def test_logcumsumexp_gradient_ignores_a_nan_incoming_gradient_elsewhere():
+    x = torch.tensor([-2.0, 1.25, -2.5, -2.25, -3.0], requires_grad=True)
+    torch.logcumsumexp(x, -1).sqrt().sum().backward()
+    grad = x.grad.numpy()
+    assert np.isfinite(grad).all()
+    a = np.array([-2.0, 1.25, -2.5, -2.25, -3.0])
+    r = np.logaddexp.accumulate(a)
+    with np.errstate(invalid="ignore"):
+        g = 0.5 / np.sqrt(r)
+    g = np.where(np.isnan(g), 0.0, g)       # torch's log-space split drops the NaN
+    want = np.array([np.sum(g[k:] * np.exp(a[k] - r[k:])) for k in range(5)])
+    np.testing.assert_allclose(grad, want, rtol=1e-5)
+    big = torch.tensor([300.0, -1000.0, 2.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda s: s.logcumsumexp(0), (big,))

@@ -131,11 +131,14 @@ class Binary:
             # comparisons, logical ops and floor_divide have no derivative:
             # torch accepts their out= even when an input requires grad
             rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
-            if self.out_keeps_history and out.requires_grad and _grad_state.enabled:
+            # torch refuses only a leaf that requires grad as out= (a
+            # non-leaf one takes the op's history, as an in-place op)
+            if self.out_keeps_history and out.requires_grad and out.is_leaf and _grad_state.enabled:
                 raise RuntimeError("aten::%s(): functions with out=... arguments don't support automatic "
                                    "differentiation, but one of the arguments requires grad." % self.name)
             written = rec.write_out(out, _as_ndarray(data, ot), self.name)
-            if self.out_keeps_history and out._data.dtype.kind == "f" and rec.needs_grad(a, b):
+            if self.out_keeps_history and out._data.dtype.kind == "f" and (
+                    rec.needs_grad(a, b) or (_grad_state.enabled and out.requires_grad)):
                 # torch records its not-implemented node on a float out= too
                 views.rebase_history(out, rec.connect(rec.new_node(self.node), (a, b)), 0)
             return written
@@ -804,6 +807,8 @@ def where(condition, input=None, other=None, *, out=None):
     rt = result_type(a, b)
     broadcast_shapes(cond._data.shape, *[x._data.shape for x in (a, b) if is_tensor(x)])
     data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
+    if getattr(data, "ndim", 0) > 1:        # torch's TensorIterator: condition, self, other
+        data = torch_layout(data, [t._data for t in (cond, a, b) if is_tensor(t)])
     if out is not None:
         rec.check_out(out, "where", a, b)
         if out._data.dtype != rt:

@@ -26,7 +26,20 @@ _BASIC = (int, slice, type(None), type(Ellipsis))
 
 
 def _parts(key):
-    return key if type(key) is tuple else (key,)
+    parts = key if type(key) is tuple else (key,)
+    if any(is_tensor(p) and getattr(p._data, "ndim", 1) == 0 for p in parts):
+        parts = tuple(_scalar_index(p) for p in parts)
+    return parts
+
+
+def _scalar_index(p):
+    """torch reads a 0-d integer or bool tensor index as a number (item()):
+    x[torch.tensor(1)] selects (a view), x[torch.tensor(True)] adds a dim;
+    nothing of the tensor is kept for backward."""
+    if not is_tensor(p) or getattr(p._data, "ndim", 1) != 0 or p._data.dtype.kind not in "iub":
+        return p
+    value = p._data.item()
+    return bool(value) if p._data.dtype.kind == "b" else int(value)
 
 
 def _is_basic(parts):
@@ -323,7 +336,10 @@ def _copy_to(target, value):
         fill_(target, value)
     else:
         value = _without_leading_ones(value)
-        if value._data.ndim and type(value._data) is np.ndarray:
+        # (a value left 0-d expands with stride 0: the very same elements as an
+        # expanded target, but not as a target of size-1 dims, whose strides
+        # torch compares too)
+        if type(value._data) is np.ndarray and (value._data.ndim or any(n > 1 for n in target._data.shape)):
             try:        # torch's expand_inplace: the overlap check sees the expanded value
                 value = value.expand(target._data.shape)
             except RuntimeError:

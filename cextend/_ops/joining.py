@@ -1,6 +1,7 @@
 """Joining tensors: cat and stack (with torch's dtype promotion)."""
 import numpy as np
 
+from cextend._memory_format import channels_last, empty_as, suggests_channels_last
 from cextend._promotion import result_type
 from cextend._ops import _record as rec
 from cextend._ops.registry import Sample, register
@@ -18,6 +19,18 @@ def _tensor_list(tensors, op):
             raise TypeError("%s(): expected Tensor as element %d in argument 0, but got %s"
                             % (op, i, type(t).__name__))
     return tensors
+
+
+def _laid_out(data, arrays):
+    """torch's cat output: channels last when every input suggests it, else
+    contiguous (compute_output_memory_format)."""
+    if type(data) is not np.ndarray:
+        return data
+    if data.ndim == 4 and all(suggests_channels_last(a) for a in arrays):
+        laid_out = empty_as(data, data.dtype, channels_last)
+        laid_out[...] = data
+        return laid_out
+    return np.asarray(data, order="C")
 
 
 def _cat_backward(node, g):
@@ -56,6 +69,7 @@ def cat(tensors, dim=0, *, out=None):
                                    % (d, ref._data.shape[k], t._data.shape[k], i))
     rt = result_type(*[t for t in tensors])
     data = np.concatenate([t._data if t._data.dtype == rt else t._data.astype(rt) for t in parts], axis=d)
+    data = _laid_out(data, [t._data for t in parts])
     if out is not None:
         rec.check_out(out, "cat", *tensors)
         return rec.write_out(out, data, "cat")
@@ -86,6 +100,15 @@ def stack(tensors, dim=0, *, out=None):
     d = _dim(dim, tensors[0]._data.ndim + 1)
     rt = result_type(*tensors)
     data = np.stack([t._data if t._data.dtype == rt else t._data.astype(rt) for t in tensors], axis=d)
+    if d == 0 and type(data) is np.ndarray and all(suggests_channels_last(t._data) for t in tensors):
+        # torch stacks channels-last inputs keeping their layout under the new dim
+        inner = empty_as(tensors[0]._data, data.dtype, channels_last)
+        laid_out = np.lib.stride_tricks.as_strided(np.empty((data.shape[0], inner.size), data.dtype), data.shape,
+                                                   (inner.size * data.itemsize,) + inner.strides)
+        laid_out[...] = data
+        data = laid_out
+    elif type(data) is np.ndarray:
+        data = np.asarray(data, order="C")      # contiguous, as torch's (a transposed input's too)
     if out is not None:
         rec.check_out(out, "stack", *tensors)
         return rec.write_out(out, data, "stack")

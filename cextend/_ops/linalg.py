@@ -76,7 +76,12 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "mm")
-    data = gemm(a._data, b._data)
+    if a._data.shape[1] == 1 and type(a._data) is np.ndarray and type(b._data) is np.ndarray:
+        # one product per element (an outer product, as torch's ger in mv's
+        # backward): a -0.0 product stays -0.0, where a sum from +0.0 would not
+        data = np.multiply(a._data, b._data)
+    else:
+        data = gemm(a._data, b._data)
     if out is not None:
         rec.check_out(out, "mm", a, b)
         return rec.write_out(out, data, "mm", strict="c_type", reads=(a, b))

@@ -406,7 +406,7 @@ def _clamp_backward(node, g, x, low, high):
     if is_tensor(low) and node.needs(1):
         below = (x < low)
         if is_tensor(high):
-            below = below.logical_and(low <= high)
+            below = below.logical_and(low < high)        # torch's: at low == high neither bound gets it
         grad_low = where(below, g, 0.0)
     if is_tensor(high) and node.needs(2):
         above = (x > high) if not is_tensor(low) else (x > high).logical_or(low > high)

@@ -269,11 +269,21 @@ register("cummin", cummin, samples=_scan_samples, family="scan", integer_inputs=
 
 
 def _logcumsumexp_backward(node, g, x, result):
-    if node.ndim == 0:
+    if node.ndim == 0 or g.numel() == 0:
         return g
-    # d/dx_k = sum_{j>=k} g_j exp(x_k - result_j): a reverse cumsum in a
-    # numerically safe form.
-    return _reverse_cumsum(g * (-result).exp(), node.dim) * x.exp()
+    # d/dx_k = sum_{j>=k} g_j exp(x_k - result_j), as torch computes it: in
+    # log space, positive and negative g apart (no overflow, and a NaN or
+    # zero g contributes nothing rather than poisoning the sum)
+    from cextend._ops.arithmetic import where
+    d = node.dim
+    lowest = float(np.finfo(g._data.dtype).min)
+    log_abs = g.abs().log()
+
+    def reverse_logcumsumexp(t):
+        return t.flip(d).logcumsumexp(d).flip(d)
+    positive = (reverse_logcumsumexp(where(g > 0, log_abs, lowest) - result) + x).exp()
+    negative = (reverse_logcumsumexp(where(g < 0, log_abs, lowest) - result) + x).exp()
+    return positive - negative
 
 
 _LogcumsumexpNode = rec.node_class("LogcumsumexpBackward", _logcumsumexp_backward)

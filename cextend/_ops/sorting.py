@@ -64,7 +64,7 @@ def _values_at(x, d, order, name, node_cls, keepdim=True, named=None, like_input
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), (v, None))
         node.dim, node.in_shape = (d if data.ndim else 0), data.shape
-        node._saved = (rec.save(i if data.ndim else _wrap(np.zeros((), np.int64))),)
+        node._saved = (rec.save(i),)        # the returned indices: changing them in place raises
     return return_types[named or name](v, i)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
+from cextend._ops._layout import torch_layout
 from cextend._ops._operands import as_array, is_tensor, operand, require_operand, require_tensor
 from cextend._ops.arithmetic import check_broadcasts_into
 from cextend._ops.registry import Sample, register
@@ -89,7 +90,10 @@ def _lerp(start, end, weight, inplace=False):
         if node is not None:
             node._saved = saved
         return a
-    result = _wrap(np.asarray(quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt)), dt))
+    data = np.asarray(quietly(_lerp_data, as_array(a, dt), as_array(b, dt), as_array(w, dt)), dt)
+    if data.ndim > 1:       # laid out by the first input with an opinion, as torch's TensorIterator
+        data = torch_layout(data, [t._data for t in (a, b, w) if is_tensor(t)])
+    result = _wrap(data)
     if rec.needs_grad(a, b, w):
         node = rec.record(_LerpNode, (a, b, w), result)
         node._saved = _lerp_saved(node, a, b, w)
@@ -176,7 +180,10 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
             node.value = value
             node._saved = saved
         return x
-    result = _wrap(np.asarray(quietly(compute), dt))
+    data = np.asarray(quietly(compute), dt)
+    if data.ndim > 1:       # torch's TensorIterator: the first input with an opinion lays it out
+        data = torch_layout(data, [t._data for t in (x, t1, t2)])
+    result = _wrap(data)
     if rec.needs_grad(x, t1, t2):
         node = rec.record(node_cls, (x, t1, t2), result)
         node.value = value

@@ -254,8 +254,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         window, shape = _pool2d_window(tuple(x.shape), kernel_size, stride, padding, dilation, ceil_mode,
                                        "max_pool2d")
         values, indices = (_wrap(a) for a in _nn_integer.max_pool2d(x._data, window, shape))
-    if unbatched:
-        values, indices = values.squeeze(0), indices.squeeze(0)
+    if unbatched:       # torch's kernels take a 3-D input as it is: no view
+        values, indices = views.forget_base(values.squeeze(0)), views.forget_base(indices.squeeze(0))
     else:
         values, indices = like_input_format(values, x), like_input_format(indices, x)
     return (values, indices) if return_indices else values
@@ -270,7 +270,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         override = _divisor(divisor_override)
         window, shape = _pool2d_window(tuple(x.shape), kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
         y = _wrap(_nn_integer.avg_pool2d(x._data, window, shape, count_include_pad, override))
-    return y.squeeze(0) if unbatched else like_input_format(y, x)
+    return views.forget_base(y.squeeze(0)) if unbatched else like_input_format(y, x)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -278,7 +278,7 @@ def adaptive_avg_pool2d(input, output_size):
     if not _floating(x):
         raise NotImplementedError("\"adaptive_avg_pool2d\" not implemented for '%s'" % _torch_name(x._data.dtype))
     y = _AdaptiveAvgPool2d.apply(x, output_size)
-    return y.squeeze(0) if unbatched else like_input_format(y, x)
+    return views.forget_base(y.squeeze(0)) if unbatched else like_input_format(y, x)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,

@@ -232,8 +232,8 @@ def _adaptive_max(x4, sizes, op):
     _not_floating(x4, "adaptive_max_pool2d")
     unbatched = x4.dim() == 3
     values, indices = AdaptiveMaxPool2dFunction.apply(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
-    if unbatched:
-        return values.squeeze(0), indices.squeeze(0)
+    if unbatched:       # torch's kernel takes a 3-D input as it is: no view
+        return views.forget_base(values.squeeze(0)), views.forget_base(indices.squeeze(0))
     return like_input_format(values, x4), like_input_format(indices, x4)
 
 
