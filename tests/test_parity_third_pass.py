@@ -863,3 +863,52 @@ def test_logcumsumexp_gradient_ignores_a_nan_incoming_gradient_elsewhere():
     np.testing.assert_allclose(grad, want, rtol=1e-5)
     big = torch.tensor([300.0, -1000.0, 2.0], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda s: s.logcumsumexp(0), (big,))
+
+
+# -- found by the fuzz run of seed 10101 ----------------------------------------------------
+
+def test_cummax_saves_its_input():
+    x = torch.randn(4, 3, requires_grad=True)
+    part = x[::2]
+    values, _ = part.cummax(0)
+    with torch.no_grad():
+        part.zero_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        values.sum().backward()
+
+
+def test_reductions_are_contiguous_whatever_the_input_layout():
+    x = torch.randn(2, 4, 3).transpose(-1, -2)
+    for y in (torch.amax(x, 0, keepdim=True), x.sum(0, keepdim=True), x.prod(0, keepdim=True),
+              x.std(0, keepdim=True), x.logsumexp(0, keepdim=True), x.norm(dim=0, keepdim=True),
+              torch.var_mean(x, 0, keepdim=True)[1], x.nansum(0, keepdim=True)):
+        assert y.stride() == (12, 4, 1)
+    assert x.count_nonzero(0).stride() == (4, 1)
+    np.testing.assert_allclose(x.sum(0, keepdim=True).numpy(), x.numpy().sum(0, keepdims=True), rtol=1e-6)
+
+
+def test_a_not_implemented_derivative_node_raises_when_run_as_a_captured_root():
+    v = torch.tensor([1.625, 1.75, 1.4375], requires_grad=True).clone()
+    v.floor_divide_(-1)
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide_? is not implemented"):
+        v.mean().backward(inputs=[v])
+
+
+def test_losses_differentiate_the_target_with_swapped_operands():
+    # as torch: the target's zero gradient takes the incoming gradient's sign
+    x = torch.tensor([2.0, -0.0, 0.0, 1.5], requires_grad=True)
+    for loss in (torch.nn.functional.smooth_l1_loss, torch.nn.functional.huber_loss,
+                 torch.nn.functional.mse_loss):
+        g, = torch.autograd.grad((loss(x, x) * -2.5).sum(), [x])
+        assert np.all(g.numpy() == 0) and np.all(np.signbit(g.numpy()))
+
+
+def test_a_double_backward_through_one_convolution_gradient_frees_the_others():
+    # torch's convolution_backward is one node for the input's and the
+    # weight's gradient: a backward through either frees both
+    x = torch.randn(1, 2, 5, 5, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 2, 2, 3, dtype=torch.float64, requires_grad=True)
+    gw, gx = torch.autograd.grad(torch.nn.functional.conv2d(x, w).mean(), [w, x], create_graph=True)
+    gw.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        (gx.clone() * 2).sum().backward()

@@ -13,6 +13,7 @@ import numpy as np
 from cextend._overlap import check_no_partial
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
+from cextend.autograd import graph as graph_state
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
@@ -99,7 +100,7 @@ def _reads_backward(node, g, *saved):
     return tuple(grads)
 
 
-def reads_through(name, grad_input, *read, zero_derivative=True, saves=True):
+def reads_through(name, grad_input, *read, zero_derivative=True, saves=True, group=None):
     """grad_input, made to depend on the tensors a backward formula reads.
 
     Under create_graph torch records its backward formulas as ops: where a
@@ -111,6 +112,10 @@ def reads_through(name, grad_input, *read, zero_derivative=True, saves=True):
     gradient at all (convolution_backward), so none is accumulated.
     saves: torch's node saves what it read (freed after a backward, checked
     against in-place changes); avg_pool2d's needs only shapes.
+    group: a ReadGroup shared by the gradients torch returns from one node
+    (convolution_backward's input, weight and bias gradients): a backward
+    through any of them frees them all for later passes, as it frees
+    torch's one node (the same pass may still run the others).
     """
     if not _grad_state.enabled:
         return grad_input
@@ -123,6 +128,8 @@ def reads_through(name, grad_input, *read, zero_derivative=True, saves=True):
     node.zero_derivative = zero_derivative
     if saves:
         node._saved = tuple(save(x) for x in read)
+    if group is not None:
+        node.group = group
     return out
 
 
@@ -131,16 +138,40 @@ _READS_NODES = {}
 
 def _reads_node(name):
     if name not in _READS_NODES:
-        _READS_NODES[name] = node_class(name, _reads_backward)
+        _READS_NODES[name] = type(name, (_ReadsNode,), {"backward": _reads_backward, "__module__": __name__})
     return _READS_NODES[name]
 
 
+class ReadGroup:
+    """Nodes standing for one torch node: freed together (see reads_through)."""
+    released_in = None
+
+
+class _ReadsNode(BuiltinNode):
+    group = None
+
+    def apply(self, grads):
+        group = self.group
+        if group is not None and group.released_in not in (None, graph_state.current_pass[0]):
+            raise RuntimeError(FREED_MESSAGE)
+        return BuiltinNode.apply(self, grads)
+
+    def _release(self):
+        BuiltinNode._release(self)
+        if self.group is not None and self._saved is _FREED:
+            self.group.released_in = graph_state.current_pass[0]
+
+
 def not_implemented(name, message, error=RuntimeError):
-    """A node for an op torch has no derivative for: backward raises, as torch's does."""
+    """A node for an op torch has no derivative for: backward raises, as torch's does.
+    torch's NotImplemented node ("derivative for aten::... is not
+    implemented") raises whenever it runs; a formula of not_implemented(...)
+    inside a generated node raises only where a gradient is wanted."""
     def backward(node, grads, *saved):
         raise error(message)
     cls = node_class(name, backward, multi_output=True)
     cls.not_implemented = True
+    cls.computes_unwanted_outputs = message.startswith("derivative for aten::")
     return cls
 
 

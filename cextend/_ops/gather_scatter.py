@@ -580,7 +580,7 @@ def count_nonzero(input, dim=None):
     x = require_tensor(input, "count_nonzero")
     from cextend._ops.reduction import reduce_dims
     dims = reduce_dims(x, dim)
-    return _wrap(np.asarray(np.count_nonzero(x._data, axis=dims), np.int64))
+    return _wrap(np.asarray(np.count_nonzero(x._data, axis=dims), np.int64, order="C"))     # contiguous, as torch's
 
 
 register("nonzero", nonzero, gradcheck=False, samples=lambda rng: iter([

@@ -162,8 +162,11 @@ def _smooth_l1_compute(a, b, beta):
 
 def _smooth_l1_backward(node, gs, x, t):
     # d/dx: (x - t) / beta inside the quadratic zone, sign(x - t) outside.
-    grad = gs * (_kernel_difference(x, t) / node.params["beta"]).clamp(-1.0, 1.0)
-    return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
+    # (the target's gradient is the same kernel with the operands swapped, as
+    # torch's: its zero is -0.0 or +0.0 as the incoming gradient's sign)
+    beta = node.params["beta"]
+    return (gs * (_kernel_difference(x, t) / beta).clamp(-1.0, 1.0) if node.needs(0) else None,
+            gs * (_kernel_difference(t, x) / beta).clamp(-1.0, 1.0) if node.needs(1) else None)
 
 
 _SMOOTH_L1 = PointwiseLoss("smooth_l1_loss", "SmoothL1LossBackward", _smooth_l1_compute,
@@ -192,8 +195,8 @@ def _huber_compute(a, b, delta):
 
 def _huber_backward(node, gs, x, t):
     delta = node.params["delta"]
-    grad = gs * _kernel_difference(x, t).clamp(-delta, delta)
-    return (grad if node.needs(0) else None), (-grad if node.needs(1) else None)
+    return (gs * _kernel_difference(x, t).clamp(-delta, delta) if node.needs(0) else None,
+            gs * _kernel_difference(t, x).clamp(-delta, delta) if node.needs(1) else None)
 
 
 _HUBER = PointwiseLoss("huber_loss", "HuberLossBackward", _huber_compute, _huber_backward)

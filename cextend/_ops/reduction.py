@@ -131,7 +131,7 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum", reads=(x,))
-    return _record_reduce(_SumNode, x, _wrap(result), dims, keepdim)
+    return _record_reduce(_SumNode, x, _wrap(_contiguous(result)), dims, keepdim)
 
 
 def _sum_in(data, dims, keepdim):
@@ -139,6 +139,12 @@ def _sum_in(data, dims, keepdim):
     if data.dtype == np.bool_:
         return data.any(axis=dims, keepdims=keepdim)
     return data.sum(axis=dims, keepdims=keepdim)
+
+
+def _contiguous(value):
+    """A reduction's result, C-contiguous as torch allocates it
+    (resize_reduction), whatever the input's layout; 0-d stays 0-d."""
+    return np.asarray(value, order="C") if type(value) is np.ndarray else value
 
 
 def _array(value, dtype):
@@ -165,7 +171,7 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean", reads=(x,))
-    return _record_reduce(_MeanNode, x, _wrap(result), dims, keepdim, count=count)
+    return _record_reduce(_MeanNode, x, _wrap(_contiguous(result)), dims, keepdim, count=count)
 
 
 def _torch_name(dt):
@@ -194,7 +200,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "nansum", x)
         return rec.write_out(out, result, "nansum", reads=(x,))
-    t = _record_reduce(_NansumNode, x, _wrap(result), dims, keepdim)
+    t = _record_reduce(_NansumNode, x, _wrap(_contiguous(result)), dims, keepdim)
     if t._grad_fn is not None:
         t._grad_fn._saved = (rec.save(x),)
     return t
@@ -249,7 +255,7 @@ def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
         raise _unsupported(name)
     reducer = np.max if is_max else np.min
     result = np.asarray(reducer(data, axis=all_dims, keepdims=keepdim))
-    out = _wrap(result)
+    out = _wrap(_contiguous(result))
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), out)
         node.in_shape = data.shape
@@ -368,7 +374,7 @@ def _arg(is_max, name):
             result = np.asarray(flat, np.int64)
             if keepdim:
                 result = result.reshape((1,) * data.ndim)
-            return _wrap(result)
+            return _wrap(_contiguous(result))
         d = _dim(dim, data.ndim)
         if data.ndim == 0:
             return _wrap(np.zeros((), np.int64))
@@ -400,7 +406,7 @@ def _logical_reduction(ufunc_reduce, name):
                 raise RuntimeError("%s only supports bool tensor for result, got: %s"
                                    % (name, out.dtype.name.capitalize()))
             return rec.write_out(out, result, name)
-        return _wrap(result)
+        return _wrap(_contiguous(result))
     reduce.__name__ = name
     register(name, reduce, samples=S.reduction(), gradcheck=False, family="reduction", integer_inputs=True)
     return reduce
@@ -429,7 +435,7 @@ def index_scatter(g, indices, dim, shape, keepdim):
         full = idx if keepdim else np.expand_dims(idx, dim)
         values = g._data if keepdim else np.expand_dims(g._data, dim)
         np.put_along_axis(out, full, values, axis=dim)
-    result = _wrap(out)
+    result = _wrap(_contiguous(out))
     if rec.needs_grad(g):
         node = rec.record(_IndexScatterNode, (g,), result)
         node.indices, node.dim, node.keepdim = idx, dim, keepdim
@@ -452,7 +458,7 @@ def _gather_op(t, indices, dim, keepdim):
         result = np.take_along_axis(data, full, axis=dim)
         if not keepdim:
             result = np.squeeze(result, dim)
-    out = _wrap(np.asarray(result))
+    out = _wrap(_contiguous(np.asarray(result)))
     if rec.needs_grad(t):
         node = rec.record(_GatherAlongNode, (t,), out)
         node.indices, node.dim, node.keepdim, node.in_shape = indices, dim, keepdim, data.shape

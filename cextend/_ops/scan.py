@@ -205,7 +205,7 @@ register("cumprod", cumprod, inplace=_cumprod_inplace, samples=_cumprod_samples,
          integer_inputs=True)
 
 
-def _cum_extreme_backward(node, grads, indices):
+def _cum_extreme_backward(node, grads, indices, input=None):
     g = grads[0]
     if g is None:
         return None
@@ -252,7 +252,9 @@ def _cum_extreme(x, dim, is_max, name):
     if rec.needs_grad(x):
         node = rec.record(_CummaxNode if is_max else _CumminNode, (x,), (v, None))
         node.dim, node.ndim, node.in_shape = d, data.ndim, data.shape
-        node._saved = (rec.save(i),)
+        # torch's cummaxmin_backward reads self too: an in-place change to
+        # it before backward raises
+        node._saved = (rec.save(i), rec.save(x))
     return return_types["cummax" if is_max else "cummin"](v, i)
 
 

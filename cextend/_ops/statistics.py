@@ -12,7 +12,7 @@ from cextend._fpe import quietly
 from cextend.autograd import grad_mode
 from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
-from cextend._ops.reduction import reduce_dims, _keepdim_shape
+from cextend._ops.reduction import _contiguous, reduce_dims, _keepdim_shape
 from cextend._ops.registry import Sample, register
 from cextend.tensor import _wrap as _new_tensor
 
@@ -90,7 +90,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "prod", x)
         return rec.write_out(out, result, "prod", reads=(x,))
-    t = _wrap(result)
+    t = _wrap(_contiguous(result))
     if rt.kind == "f":
         _record(_ProdNode, x, t, dims, keepdim if dim is not None else False, (), whole=dim is None)
         if t._grad_fn is not None:
@@ -170,7 +170,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     x = require_tensor(input, "var")
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "var")
     data, _ = _var_data(x, dims, corr, count, keepdim)
-    t = _wrap(data)
+    t = _wrap(_contiguous(data))
     _record(_VarNode, x, t, dims, keepdim, (rec.save(x),), count=count, correction=corr)
     return t if out is None else rec.finish_out(out, t, "var", x)
 
@@ -181,7 +181,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "std")
     variance, _ = _var_data(x, dims, corr, count, keepdim)
     data = np.asarray(np.sqrt(variance), variance.dtype)
-    t = _wrap(data)
+    t = _wrap(_contiguous(data))
     if rec.needs_grad(x):
         _record(_StdNode, x, t, dims, keepdim, (), count=count, correction=corr)
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
@@ -230,8 +230,8 @@ def _spread_and_mean(input, dim, unbiased, keepdim, correction, op, take_root):
     x = require_tensor(input, op)
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, op)
     variance, _ = _var_data(x, dims, corr, count, keepdim)
-    spread = _wrap(np.asarray(np.sqrt(variance), variance.dtype) if take_root else variance)
-    mean = _wrap(_welford_mean_data(x._data, dims, keepdim))
+    spread = _wrap(_contiguous(np.asarray(np.sqrt(variance), variance.dtype) if take_root else variance))
+    mean = _wrap(_contiguous(_welford_mean_data(x._data, dims, keepdim)))
     if rec.needs_grad(x):
         node = rec.record(_StdMeanNode if take_root else _VarMeanNode, (x,), (spread, mean))
         node.in_shape, node.dims, node.keepdim = x._data.shape, dims, keepdim
@@ -317,7 +317,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
                            "Got %s" % data.dtype.name.capitalize())
     dims = reduce_dims(x, dim)
     result = np.asarray(quietly(_norm_data, data, float(p), dims, keepdim), data.dtype)
-    t = _wrap(result)
+    t = _wrap(_contiguous(result))
     if rec.needs_grad(x):
         _record(_NormNode, x, t, dims, keepdim, (), p=float(p))
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
@@ -358,7 +358,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         result = np.log(total) + shift
         return result if keepdim else np.squeeze(result, axis=dims)
     result = np.asarray(quietly(compute), data.dtype)
-    t = _wrap(result)
+    t = _wrap(_contiguous(result))
     if rec.needs_grad(x):
         _record(_LogsumexpNode, x, t, dims, keepdim, ())
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))

@@ -179,6 +179,8 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     run_captured: run the captured nodes too (backward(inputs=...)).
     """
     from cextend.tensor import Tensor
+    from cextend.autograd import graph as _graph_state
+    _graph_state.current_pass[0] = next(_graph_state._passes)
     buffers = {}
     root_nodes = []
     for (node, nr), g in roots:

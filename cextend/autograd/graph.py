@@ -23,6 +23,8 @@ from cextend._fpe import quietly
 from cextend.autograd.grad_mode import is_grad_enabled
 
 _sequence = itertools.count()
+_passes = itertools.count(1)
+current_pass = [0]      # which backward pass is running (engine.execute numbers them)
 
 
 class RemovableHandle:

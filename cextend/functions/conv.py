@@ -11,7 +11,7 @@ run on the C kernels.  A backward outside grad mode calls the kernels
 directly; with create_graph=True it records these Functions instead.
 """
 from cextend import _checks
-from cextend._ops._record import reads_through
+from cextend._ops._record import ReadGroup, reads_through
 from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
 from cextend._ops_conv import bias_grad, conv, conv_input_grad, conv_weight_grad
 from cextend._ops_conv import conv_grads as all_conv_grads
@@ -46,8 +46,9 @@ def _bias_grad(grad_output):
 def _read_by_torch(gx, gw, gb, input, weight):
     """torch's convolution_backward is one recorded op of (grad, input,
     weight): under create_graph each gradient requires grad through both."""
+    group = ReadGroup()
     return tuple(None if g is None else reads_through("ConvolutionBackwardBackward", g, input, weight,
-                                                     zero_derivative=False)
+                                                     zero_derivative=False, group=group)
                  for g in (gx, gw, gb))
 
 
