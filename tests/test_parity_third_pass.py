@@ -912,3 +912,42 @@ def test_a_double_backward_through_one_convolution_gradient_frees_the_others():
     gw.sum().backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         (gx.clone() * 2).sum().backward()
+
+
+# -- found by the fuzz runs of seeds 10201 and 10301 ----------------------------------------
+
+def test_returned_pool_indices_are_the_saved_ones():
+    x = torch.randn(3, 5, requires_grad=True)
+    values, indices = torch.nn.functional.adaptive_max_pool1d(x, 4, return_indices=True)
+    indices.zero_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        values.sum().backward()
+
+
+def test_copy_slices_into_an_expanded_base_raises_at_backward():
+    spread = torch.tensor([[[1.0, 2.75, 2.5]]]).expand(2, 1, 3).data
+    spread[1, :] = torch.tensor(-0.25, requires_grad=True)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        spread.sum().backward()
+
+
+def test_batch_norm_bias_gradient_requires_grad_under_create_graph():
+    x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    bias = torch.tensor([-0.5, 2.5, 2.0], dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.batch_norm(x, torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64),
+                                       None, bias, training=False)
+    gb, = torch.autograd.grad(y.sum(), [bias], create_graph=True)
+    assert gb.requires_grad and gb.grad_fn is not None
+    np.testing.assert_array_equal(gb.detach().numpy(), [5.0, 5.0, 5.0])
+
+
+def test_an_operand_requiring_grad_without_an_edge_is_still_saved():
+    # a view made under no_grad of a tensor requiring grad: torch saves it
+    # for pow's backward, which then frees it
+    y = torch.tensor([[1.0, 2.0]]).mv(torch.tensor([3.0, 1.0], requires_grad=True))
+    with torch.no_grad():
+        v = y.view(1, 1)
+    z = v.pow(2)
+    z.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.mean().backward()

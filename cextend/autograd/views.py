@@ -203,6 +203,10 @@ class CopySlices(Node):
         # like the base, so replaying the view ops on it gives views, not copies
         strides = base._data.strides if hasattr(base._data, "strides") else ()
         self.base_order = tuple(sorted(range(len(strides)), key=lambda d: -abs(strides[d])))
+        # torch's CopySlices makes the base's gradient buffer with the base's
+        # strides: an expanded base (stride 0) then refuses the copy into it
+        shape = base._data.shape
+        self.base_overlaps = any(st == 0 and n > 1 for st, n in zip(strides, shape))
         self.next_functions = (gradient_edge(base) or _NO_EDGE,) + tuple(fn.next_functions[1:])
         self._input_meta = ((base._data.shape, base._data.dtype),) + tuple(fn._input_meta[1:])
 
@@ -216,6 +220,9 @@ class CopySlices(Node):
             raise RuntimeError(FREED_MESSAGE)
         if grads[0] is None:
             return (None,) * len(self.next_functions)
+        if self.base_overlaps:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
         result = _clone_in_order(grads[0], self.base_order)
         region = self.view_fn(result)
         results = self.fn.apply([region.clone()])
@@ -241,5 +248,7 @@ def forget_base(t):
     t._base = None
     t._view_fn = None
     t._creation_meta = DEFAULT
-    t._version_counter = [t._version_counter[0]]
+    # the version counter stays shared: where the intermediate is saved
+    # (max pooling's indices), torch saved this very tensor, and an
+    # in-place change to it must show there
     return t

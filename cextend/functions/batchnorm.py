@@ -84,7 +84,9 @@ def _differentiable_backward(ctx, g, input, weight, need_x, need_w, need_b):
         invstd = wrap(ctx.save_invstd.reshape(shape))
         xhat = (input - wrap(ctx.save_mean.reshape(shape))) * invstd
     grad_weight = (g * xhat).sum(axes) if need_w else None
-    grad_bias = g.sum(axes) if need_b else None
+    # (torch's double-backward node reads the input for every gradient it
+    # returns: the bias's requires grad through it too, with a zero derivative)
+    grad_bias = rec.reads_through("NativeBatchNormBackwardBackward", g.sum(axes), input) if need_b else None
     grad_input = None
     if need_x:
         scale = invstd if weight is None else weight.reshape(shape) * invstd

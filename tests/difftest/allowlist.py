@@ -217,10 +217,11 @@ UNSPECIFIED = [
                 ("argsort",), ""),
     Unspecified("zero sign among equal extremes", "-0.0 and 0.0 compare equal: which one max/min/amax/"
                 "amin/aminmax return depends on the reduction order (torch's vectorised loop), and which "
+                "one minimum/maximum return, on the loop too, and which "
                 "one clamp returns against a bound of the other sign, or lerp at a weight of 1 or 0, on "
                 "whether torch's loop is vectorised",
                 ("max", "min", "amax", "amin", "aminmax", "call_max_pool1d", "call_max_pool2d",
-                 "clamp", "clamp_min", "clamp_max", "clip", "lerp"), None),
+                 "clamp", "clamp_min", "clamp_max", "clip", "lerp", "minimum", "maximum"), None),
     Unspecified("zero sign of a zero sum of products", "a sum of products that is exactly zero: torch's "
                 "own small gemm starts from the first product (-0.0 stays), BLAS libraries add to +0.0; "
                 "cextend's kernels add to +0.0",
@@ -239,6 +240,9 @@ def unspecified(finding):
     called = set(re.findall(r"(\w+)\(", line.split(" = ", 1)[1]))
     out_pair = re.search(r"out=\((\w+), (\w+)\)", line)         # (values, indices) given as out=
     value_out, index_out = out_pair.groups() if out_pair else (None, None)
+    single_out = re.search(r"out=(v\d+)\)", line)
+    if single_out and value_out is None:
+        value_out = single_out.group(1)
     receiver = re.match(r"(v\d+)\.\w+_\(", line.split(" = ", 1)[1])    # x.clamp_(...) writes x too
     written = receiver.group(1) if receiver else None
     for entry in UNSPECIFIED:
@@ -260,6 +264,8 @@ TORCH_BUGS = {
     "median": "median(dim) of a tensor with a zero stride (expanded) reads the wrong memory; "
               "the generator passes such inputs through .contiguous()",
     "nanmedian": "as median",
+    "batch_norm": "batch_norm's backward with an expanded (stride-0) weight reads the wrong memory (gradients "
+                  "like 6e-41 and 5e29); the generator passes such operands through .contiguous()",
 }
 # Where torch 2.13 is inconsistent with itself outside the op table, the
 # generator steers around too (no README entry: no generated program does it):

@@ -71,7 +71,8 @@ class Gen:
         # so what a view, contiguous() or requires_grad_() of them shares
         # differs (the documented deviation D25); the results themselves are
         # compared where autograd.grad returns them
-        return [(e + ".clone()" if any(t is r for r in self.grad_results) else e, t) for e, t in out]
+        return [(e + ".clone(memory_format=torch.contiguous_format)" if any(t is r for r in self.grad_results)
+                 else e, t) for e, t in out]
 
     def pick(self, where=None, prefer_recent=True):
         """(expression, tensor) of a live tensor, or (None, None)."""
