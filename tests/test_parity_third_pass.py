@@ -951,3 +951,46 @@ def test_an_operand_requiring_grad_without_an_edge_is_still_saved():
     z.sum().backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         z.mean().backward()
+
+
+# -- found by the fuzz runs of seeds 10401 and 10501 ----------------------------------------
+
+def test_addcdiv_always_saves_tensor2():
+    # read by two of torch's formulas, so saved whatever gradient is wanted
+    x = torch.randn(3, requires_grad=True).clone()
+    t1, t2 = torch.randn(3), torch.rand(3) + 1
+    y = x.addcdiv(t1, t2)
+    with torch.no_grad():
+        t2.mul_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x = torch.randn(3, requires_grad=True).clone()
+    t1, t2 = torch.randn(3), torch.rand(3) + 1
+    y = x.addcmul(t1, t2)
+    with torch.no_grad():
+        t2.mul_(1)
+    y.sum().backward()                  # addcmul keeps neither
+
+
+def test_logit_and_its_gradient():
+    x = torch.tensor([0.3, 0.6, 0.0, -0.0, 1.0, -0.5], dtype=torch.float64, requires_grad=True)
+    y = x.logit()
+    a = x.detach().numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(y.detach().numpy(), np.log(a / (1 - a)))
+    g, = torch.autograd.grad(y, [x], torch.tensor([1.0, 1.0, -0.5, -0.5, 2.0, 1.0], dtype=torch.float64))
+    got = g.numpy()
+    np.testing.assert_allclose(got[:2], 1 / (a[:2] * (1 - a[:2])))
+    assert got[2] == -np.inf and got[3] == -np.inf and got[4] == np.inf and np.isnan(got[5])
+    clipped = torch.logit(x, eps=0.1)
+    assert clipped.detach().numpy()[2] == pytest.approx(np.log(0.1 / 0.9))
+    z = torch.tensor([0.3, 0.6, 0.45], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.logit, (z,)) and torch.autograd.gradgradcheck(torch.logit, (z,))
+
+
+def test_layer_norm_gradient_of_a_sum_is_zero_under_create_graph_too():
+    x = torch.tensor(np.random.default_rng(14).standard_normal((3, 5)), requires_grad=True)
+    g, = torch.autograd.grad(torch.nn.functional.layer_norm(x, (5,)).sum(), [x], create_graph=True)
+    assert np.abs(g.detach().numpy()).max() < 1e-12
+    w = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda a, b: torch.nn.functional.layer_norm(a, (5,), b), (x, w))

@@ -43,8 +43,17 @@ def _layer_norm_backward(node, g, x, weight, bias):
         grad_x = _wrap(quietly(_layer_norm_input_grad, g._data, x._data, None if weight is None else weight._data,
                                node.mean, node.rstd, dims))
     elif node.needs(0):
-        gx = g * weight if weight is not None else g
-        grad_x = rstd * (gx - gx.mean(dims, keepdim=True) - xhat * (gx * xhat).mean(dims, keepdim=True))
+        # the kernel's formula (see _layer_norm_input_grad) in Tensor ops, so
+        # it differentiates and rounds as torch's (a sum's gradient is 0 there)
+        gw = g * weight if weight is not None else g
+        mean = x.mean(dims, keepdim=True)
+        count = int(np.prod([x.shape[d] for d in dims]))
+        scale = 1.0 / count if count else 0.0
+        ds = (gw * x).sum(dims, keepdim=True)
+        db = gw.sum(dims, keepdim=True)
+        b = (db * mean - ds) * rstd * rstd * rstd * scale
+        c = -b * mean - db * rstd * scale
+        grad_x = rstd * gw + b * x + c
     if weight is not None and node.needs(1):
         grad_w = (g * xhat).sum(batch) if batch else g * xhat
     if bias is not None and node.needs(2):

@@ -242,7 +242,7 @@ def _bce_backward(node, gs, x, t, w=None):
         grad_x = grad_x if w is None else grad_x * w
     if node.needs(1):
         # -logit(x), unclamped, as torch's binary_cross_entropy_target_backward
-        grad_t = (x / (1 - x)).log().neg() * gs       # -logit(x): -0.0 at x = 0.5, as torch's
+        grad_t = x.logit().neg() * gs       # -logit(x): -0.0 at x = 0.5, and logit's derivative, as torch's
         grad_t = grad_t if w is None else grad_t * w
     return grad_x, grad_t
 

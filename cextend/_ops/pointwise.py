@@ -180,6 +180,43 @@ def _sigmoid(x):
 sigmoid = _unary("sigmoid", _sigmoid, lambda n, g, r: g * (1 - r) * r, ("result",))
 
 
+def _logit_backward(node, g, x):
+    # torch's kernel: at 0 and 1 exactly, g * inf, whose sign is g's (so -0.0
+    # counts as +0.0 there)
+    eps = node.eps
+    unsigned = x.masked_fill(x == 0, 0.0)
+    value = g / (unsigned * (1 - unsigned))
+    if eps is None:
+        return where((x < 0).logical_or(x > 1), float("nan"), value)
+    return where((x < eps).logical_or(x > 1 - eps), 0.0, value)
+
+
+_LogitNode = rec.node_class("LogitBackward", _logit_backward)
+
+
+def logit(input, eps=None, *, out=None):
+    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (as torch.logit)."""
+    x = require_tensor(input, "logit")
+    dt = float_result(x._data.dtype)
+    data = as_array(x, dt)
+    if eps is not None:
+        data = np.clip(data, eps, 1 - eps)
+    result_data = np.asarray(quietly(lambda: np.log(data / (1 - data))), dt)
+    if out is not None:
+        rec.check_out(out, "logit", x)
+        return rec.write_out(out, result_data, "logit")
+    result = _wrap(result_data)
+    if rec.needs_grad(x):
+        node = rec.record(_LogitNode, (x,), result)
+        node.eps = eps
+        node._saved = (rec.save(x),)
+    return result
+
+
+register("logit", logit, samples=S.unary(0.1, 0.9), family="pointwise",
+         inplace=rec.inplace_via(logit))
+
+
 def _sign(x):
     if x.dtype.kind == "f":
         return np.where(np.isnan(x), x.dtype.type(0), np.sign(x))     # torch: sign(NaN) is 0

@@ -144,11 +144,13 @@ _AddcdivNode = rec.node_class("AddcdivBackward", _addcdiv_backward)
 
 def _addc_saved(node, name, t1, t2):
     """torch saves only what the wanted gradients read (tensor2 for tensor1's,
-    tensor1 -- and for addcdiv tensor2 -- for tensor2's), so a backward that
-    needs neither can run twice."""
+    tensor1 for tensor2's; addcdiv's tensor2 always), so an addcmul whose
+    backward needs neither can run twice."""
     need1, need2 = node.needs(1), node.needs(2)
     keep1 = need2
-    keep2 = need1 or (need2 and name == "addcdiv")
+    # addcdiv's tensor2 is read by two formulas (tensor1's and its own):
+    # torch's generated code saves such a tensor whatever is wanted
+    keep2 = need1 or name == "addcdiv"
     return (rec.save(t1) if keep1 else None), (rec.save(t2) if keep2 else None)
 
 

@@ -206,7 +206,7 @@ class CopySlices(Node):
         # torch's CopySlices makes the base's gradient buffer with the base's
         # strides: an expanded base (stride 0) then refuses the copy into it
         shape = base._data.shape
-        self.base_overlaps = any(st == 0 and n > 1 for st, n in zip(strides, shape))
+        self.base_overlaps = (0 not in shape) and any(st == 0 and n > 1 for st, n in zip(strides, shape))
         self.next_functions = (gradient_edge(base) or _NO_EDGE,) + tuple(fn.next_functions[1:])
         self._input_meta = ((base._data.shape, base._data.dtype),) + tuple(fn._input_meta[1:])
 

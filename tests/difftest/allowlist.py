@@ -243,7 +243,8 @@ def unspecified(finding):
     single_out = re.search(r"out=(v\d+)\)", line)
     if single_out and value_out is None:
         value_out = single_out.group(1)
-    receiver = re.match(r"(v\d+)\.\w+_\(", line.split(" = ", 1)[1])    # x.clamp_(...) writes x too
+    # x.clamp_(...) writes x too, and through it its base and other views
+    receiver = re.match(r"(v\d+)\.\w+_\(", line.split(" = ", 1)[1])
     written = receiver.group(1) if receiver else None
     for entry in UNSPECIFIED:
         # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
@@ -252,7 +253,7 @@ def unspecified(finding):
                                          or (entry.index_path == "[1]" and d.path == index_out)))
                                    or (d.field == "zero sign" and (d.path.startswith(target)
                                                                    or d.path == value_out
-                                                                   or d.path == written))
+                                                                   or written is not None))
                                    for d in finding.differences):
             return entry
     return None
