@@ -994,3 +994,23 @@ def test_layer_norm_gradient_of_a_sum_is_zero_under_create_graph_too():
     assert np.abs(g.detach().numpy()).max() < 1e-12
     w = torch.randn(5, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda a, b: torch.nn.functional.layer_norm(a, (5,), b), (x, w))
+
+
+# -- found by the fuzz runs of seeds 10601 and 10701 ----------------------------------------
+
+def test_activations_lay_their_results_out_as_the_input():
+    F = torch.nn.functional
+    t = torch.randn(4, 3).t()
+    for f in (F.gelu, F.elu, F.silu, F.softplus, F.leaky_relu, F.relu6, F.mish, F.celu):
+        y = f(t)
+        assert y.stride() == (1, 3)
+        np.testing.assert_allclose(y.numpy(), f(t.contiguous()).numpy(), rtol=1e-6)
+    assert F.logsigmoid(t).stride() == (4, 1)           # its kernel writes a contiguous buffer
+
+
+def test_logit_in_place_refuses_an_integer_tensor():
+    for t in (torch.tensor([True, False]), torch.tensor([1, 0])):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            t.logit_()
+    x = torch.tensor([0.25, 0.5], requires_grad=True).clone()
+    x.logit_().sum().backward()

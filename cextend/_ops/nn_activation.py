@@ -17,6 +17,7 @@ from cextend._ops import nn_samples as S
 from cextend._ops._nn_checks import functional_call, host_tensor, require_float
 from cextend._ops.arithmetic import where
 from cextend._ops.conversion import to_dtype
+from cextend._ops._layout import empty_like_preserve
 from cextend._ops.registry import register
 from cextend.tensor import _wrap as _new_tensor
 
@@ -51,7 +52,18 @@ class Activation:
 
     def _run(self, x, params):
         data = quietly(lambda: self.compute(x._data, **params))
-        return data if data.dtype == x._data.dtype else data.astype(x._data.dtype)
+        data = data if data.dtype == x._data.dtype else data.astype(x._data.dtype)
+        if type(data) is np.ndarray and data.ndim > 1:
+            if self.contiguous_result:
+                return np.asarray(data, order="C")
+            if not x._data.flags.c_contiguous:      # laid out as the input (TensorIterator)
+                wanted = empty_like_preserve(x._data, data.dtype)
+                if wanted.strides != data.strides:
+                    wanted[...] = data
+                    data = wanted
+        return data
+
+    contiguous_result = False       # logsigmoid's kernel writes a contiguous buffer
 
     def __call__(self, input, **params):
         x = host_tensor(input, self.name)
@@ -409,6 +421,7 @@ def _logsigmoid_compute(a):
 
 _LOGSIGMOID = Activation("logsigmoid", "log_sigmoid_cpu", _logsigmoid_compute,
                          lambda node, g, x: g * (-x).sigmoid(), node_name="LogSigmoidBackward")
+_LOGSIGMOID.contiguous_result = True
 
 
 def logsigmoid(input):

@@ -214,7 +214,19 @@ def logit(input, eps=None, *, out=None):
 
 
 register("logit", logit, samples=S.unary(0.1, 0.9), family="pointwise",
-         inplace=rec.inplace_via(logit))
+         inplace=lambda self, eps=None: _logit_inplace(self, eps))
+
+
+def _logit_inplace(self, eps=None):
+    x = require_tensor(self, "logit_")
+    if x._data.dtype.kind != "f":       # a float result into an integer or bool tensor
+        from cextend._promotion import _torch_name
+        raise RuntimeError("result type Float can't be cast to the desired output type %s"
+                           % _torch_name(x._data.dtype))
+    return _logit_via_copy(x, eps)
+
+
+_logit_via_copy = rec.inplace_via(logit)
 
 
 def _sign(x):

@@ -625,17 +625,17 @@ Found by `tests/difftest` (make test: 2,000 programs, seed 20260; plus runs of
 9e49d4f; D37-D87 after merging main at 6bfdfb6 and f0d0437, by runs of
 3,000-5,000 programs and two fuzz passes of 50,000 programs (seeds 7101-7110
 and 8101-8110), with the tester's new out= forms and zero-sign comparison).
-Later long runs (60,000 programs for seeds 9301 and 9401, 100,000 for 9501
-and 9601) were fixed as they came, in commits named "fuzz pass"; they found
-no new entry for this file, and what the last of them still finds (63
-programs in 100,000, mostly result layouts of rarer ops) is summarised in
-README.md's Limitations.
-Each open one is parked as an OPEN entry with the same id in
-`tests/difftest/allowlist.py`, so `make test` stays green; remove the entry
-when the fix lands (the tester then checks it on every run). Repros that no
-longer disagree are marked "fixed" below; "allowed" ones are documented
-deviations (README, allowlist.ALLOWED), "avoided" ones torch inconsistencies
-the generator steers around.
+Later long runs (60,000 programs for seeds 9301 and 9401, 100,000 for 9501,
+9601, 9801, 9901, 10001 and 10101, 50,000 for 10201 to 10701) were fixed as
+they came, in commits named "fuzz pass" (their regression tests are in
+tests/test_parity_third_pass.py); they add no entry to this file.  What the
+latest still find is summarised in README.md's Limitations.
+A bug found and not yet fixed would be parked as an OPEN entry with the same
+id in `tests/difftest/allowlist.py`, so `make test` stays green; there are
+none now, and `make test` replays every repro below.  Repros that no longer
+disagree are marked "fixed" below; "allowed" ones are documented deviations
+(README, allowlist.ALLOWED), "avoided" ones torch inconsistencies the
+generator steers around.
 `PYTHONPATH=tests python -m difftest.known` replays every repro below and says
 which still disagree; this file is its `--markdown` output.
 
