@@ -155,11 +155,14 @@ class Binary:
         return result._data.dtype.kind == "f" or not getattr(self.node, "not_implemented", False)
 
     def _keep(self, node, a, b):
-        """(keep self, keep other, keep result) for this call.  An operand
-        that requires grad without an edge (a view made under no_grad of
-        one that does) counts as wanting its gradient: torch saves for it."""
-        return self.saves(node.needs(0) or (is_tensor(a) and a.requires_grad),
-                          node.needs(1) or (is_tensor(b) and b.requires_grad), is_tensor(a), is_tensor(b))
+        """(keep self, keep other, keep result) for this call.  For pow with
+        a number (torch's one-input pow.Tensor_Scalar), a tensor that requires
+        grad without an edge (a view made under no_grad of one that does)
+        still counts as wanting its gradient: torch saves unconditionally
+        there; elsewhere (x * 2 wraps the 2 as a second input) it is guarded."""
+        single = self.name == "pow" and not (is_tensor(a) and is_tensor(b))   # x * 2 wraps the 2: two inputs
+        return self.saves(node.needs(0) or (single and is_tensor(a) and a.requires_grad),
+                          node.needs(1) or (single and is_tensor(b) and b.requires_grad), is_tensor(a), is_tensor(b))
 
     def _saved(self, node, a, b, result, original, keep=None):
         keep_a, keep_b, keep_r = keep or self._keep(node, a, b)
