@@ -37,7 +37,10 @@ def _per_channel(arr, name, c, dtype, writable=False):
             raise ValueError("%s is read-only but training updates it in place" % name)
         if not (arr.flags.c_contiguous and arr.flags.aligned):
             raise ValueError("%s must be contiguous and aligned: training updates it in place" % name)
-    return arr
+        return arr
+    # The kernel reads per-channel values one after another: a strided or
+    # expanded (stride-0) array is copied into one contiguous block first.
+    return np.ascontiguousarray(arr)
 
 
 def batch_norm_forward(x, running_mean=None, running_var=None, w=None, b=None, *, training=False,
