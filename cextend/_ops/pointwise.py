@@ -202,13 +202,20 @@ def logit(input, eps=None, *, out=None):
     if eps is not None:
         data = np.clip(data, eps, 1 - eps)
     result_data = np.asarray(quietly(lambda: np.log(data / (1 - data))), dt)
+    return _with_parameter(x, result_data, out, "logit", _LogitNode, eps=eps)
+
+
+def _with_parameter(x, data, out, name, node_cls, **parameter):
+    """The result of a one-input op with a parameter (logit's eps,
+    polygamma's n): written to out=, or recorded with x saved."""
     if out is not None:
-        rec.check_out(out, "logit", x)
-        return rec.write_out(out, result_data, "logit")
-    result = _wrap(result_data)
+        rec.check_out(out, name, x)
+        return rec.write_out(out, data, name)
+    result = _wrap(data)
     if rec.needs_grad(x):
-        node = rec.record(_LogitNode, (x,), result)
-        node.eps = eps
+        node = rec.record(node_cls, (x,), result)
+        for key, value in parameter.items():
+            setattr(node, key, value)
         node._saved = (rec.save(x),)
     return result
 
@@ -378,15 +385,7 @@ def polygamma(n, input, *, out=None):
     x = require_tensor(input, "polygamma")
     dt = float_result(x._data.dtype)
     data = _polygamma_data(n, x, dt)
-    if out is not None:
-        rec.check_out(out, "polygamma", x)
-        return rec.write_out(out, data, "polygamma")
-    result = _wrap(data)
-    if rec.needs_grad(x):
-        node = rec.record(_PolygammaNode, (x,), result)
-        node.n = n
-        node._saved = (rec.save(x),)
-    return result
+    return _with_parameter(x, data, out, "polygamma", _PolygammaNode, n=n)
 
 
 def _polygamma_inplace(self, n):

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from cextend._fpe import quietly
+from cextend._overlap import non_overlapping_and_dense
 
 from cextend.autograd.grad_mode import is_grad_enabled
 
@@ -158,7 +159,6 @@ def _obeying_layout_contract(grad, variable):
     """A private copy of grad laid out as torch's "gradient layout
     contract": with the variable's strides where it is non-overlapping and
     dense (a channels-last weight gets a channels-last .grad), else C order."""
-    from cextend._overlap import non_overlapping_and_dense
     if (type(grad) is np.ndarray and type(variable) is np.ndarray and variable.ndim > 1
             and not variable.flags.c_contiguous and non_overlapping_and_dense(variable)):
         out = np.empty_like(variable, dtype=grad.dtype, order="K")
