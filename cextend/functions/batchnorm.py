@@ -85,15 +85,19 @@ def _differentiable_backward(ctx, g, input, weight, need_x, need_w, need_b):
         xhat = (input - wrap(ctx.save_mean.reshape(shape))) * invstd
     grad_weight = (g * xhat).sum(axes) if need_w else None
     # (torch's double-backward node reads the input for every gradient it
-    # returns: the bias's requires grad through it too, with a zero derivative)
-    grad_bias = rec.reads_through("NativeBatchNormBackwardBackward", g.sum(axes), input) if need_b else None
+    # returns: the bias's requires grad through it too, but its formula gives
+    # the input no gradient from it: .grad stays None, not zeros)
+    grad_bias = rec.reads_through("NativeBatchNormBackwardBackward", g.sum(axes), input,
+                                   zero_derivative=False) if need_b else None
     grad_input = None
     if need_x:
         scale = invstd if weight is None else weight.reshape(shape) * invstd
         if ctx.training:
             grad_input = scale * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
         else:
-            # torch's double-backward node reads the input too (a zero
-            # derivative in evaluation): the gradient requires grad through it
-            grad_input = rec.reads_through("NativeBatchNormBackwardBackward", scale * g, input)
+            # torch's double-backward node reads the input too: the gradient
+            # requires grad through it, though in evaluation the formula gives
+            # the input no gradient (None, not zeros)
+            grad_input = rec.reads_through("NativeBatchNormBackwardBackward", scale * g, input,
+                                           zero_derivative=False)
     return grad_input, grad_weight, grad_bias
