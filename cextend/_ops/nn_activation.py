@@ -54,16 +54,12 @@ class Activation:
         data = quietly(lambda: self.compute(x._data, **params))
         data = data if data.dtype == x._data.dtype else data.astype(x._data.dtype)
         if type(data) is np.ndarray and data.ndim > 1:
-            if self.contiguous_result:
-                return np.asarray(data, order="C")
             if not x._data.flags.c_contiguous:      # laid out as the input (TensorIterator)
                 wanted = empty_like_preserve(x._data, data.dtype)
                 if wanted.strides != data.strides:
                     wanted[...] = data
                     data = wanted
         return data
-
-    contiguous_result = False       # logsigmoid's kernel writes a contiguous buffer
 
     def __call__(self, input, **params):
         x = host_tensor(input, self.name)
@@ -415,18 +411,60 @@ def mish(input, inplace=False):
     return _MISH.inplace(input) if inplace else _MISH(input)
 
 
-def _logsigmoid_compute(a):
-    return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
+def _log_sigmoid_forward(a):
+    """torch's log_sigmoid_forward: the result and the buffer exp(-|x|) its
+    backward reads (torch saves the buffer, not recomputing it from the input)."""
+    buffer = np.exp(-np.abs(a))
+    return np.minimum(a, 0) - np.log1p(buffer), buffer
 
 
-_LOGSIGMOID = Activation("logsigmoid", "log_sigmoid_cpu", _logsigmoid_compute,
-                         lambda node, g, x: g * (-x).sigmoid(), node_name="LogSigmoidBackward")
-_LOGSIGMOID.contiguous_result = True
+def _log_sigmoid_grad_value(go, x, buffer):
+    """torch's log_sigmoid_backward kernel: (max_deriv - sign * z / (1 + z)) * go."""
+    negative = x < 0
+    max_deriv = negative.astype(x.dtype)
+    sign = np.where(negative, x.dtype.type(1), x.dtype.type(-1))
+    return np.asarray((max_deriv - sign * (buffer / (1 + buffer))) * go, go.dtype)
+
+
+def _logsigmoid_backward(node, g, x):
+    return log_sigmoid_backward(g, x, node.buffer)
+
+
+def _log_sigmoid_backward_backward(node, gg, go, x):
+    grad_go = log_sigmoid_backward(gg, x, node.buffer) if node.needs(0) else None
+    grad_x = None
+    if node.needs(1):          # torch's log_sigmoid_double_backward
+        z = x.sigmoid()
+        grad_x = gg * go * (z - 1) * z
+    return grad_go, grad_x
+
+
+_LogSigmoidNode = rec.node_class("LogSigmoidBackward", _logsigmoid_backward)
+_LogSigmoidBackwardNode = rec.node_class("LogSigmoidBackwardBackward", _log_sigmoid_backward_backward)
+
+
+def log_sigmoid_backward(go, x, buffer):
+    """logsigmoid's derivative as one recorded op (of go and x), as torch's."""
+    result = _wrap(quietly(_log_sigmoid_grad_value, go._data, x._data, buffer))
+    if rec.needs_grad(go, x):
+        node = rec.record(_LogSigmoidBackwardNode, (go, x), result)
+        node.buffer = buffer
+        node._saved = (rec.save(go), rec.save(x))
+    return result
 
 
 def logsigmoid(input):
     """log(sigmoid(x)), stable for large |x|."""
-    return _LOGSIGMOID(input)
+    x = host_tensor(input, "logsigmoid")
+    require_float(x, "log_sigmoid_cpu")
+    out, buffer = quietly(_log_sigmoid_forward, x._data)
+    # torch's kernel writes contiguous result and buffer
+    result = _wrap(np.asarray(out, x._data.dtype, order="C"))
+    if rec.needs_grad(x):
+        node = rec.record(_LogSigmoidNode, (x,), result)
+        node.buffer = np.asarray(buffer, x._data.dtype, order="C")
+        node._saved = (rec.save(x),)
+    return result
 
 
 # -- hardtanh and relu6 -------------------------------------------------------------------------
