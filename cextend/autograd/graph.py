@@ -212,6 +212,12 @@ class SavedTensor:
             self.requires_grad = check_detached and tensor._grad_fn is not None
 
     def unpack(self, node):
+        tensor = self.tensor
+        if tensor is not None and tensor._view_fn is not None:
+            # torch's unpack asks the input for its grad_fn first: a view whose
+            # base changed in place is rebuilt then, or refused (a view made
+            # under no_grad) before the version check
+            tensor._current_grad_fn()
         if self.version_counter[0] != self.version:
             raise RuntimeError(_modified_message(self, node))
         if self.tensor is not None:
