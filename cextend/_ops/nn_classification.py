@@ -75,31 +75,37 @@ class _Picks:
         return out
 
 
-def _nll_backward(node, g, x, target=None):
-    return nll_scatter(g, node.picks, x, target)
+def _nll_backward(node, g, x, target=None, weight=None):
+    return nll_scatter(g, node.picks, x, target, weight)
 
 
-def _scatter_backward(node, gg, *target):
-    # torch: grad_output's derivative is nll_loss(grad) again; self's is zeros_like(grad).
+def _scatter_backward(node, gg, target=None, weight=None):
+    # torch: grad_output's derivative is nll_loss(grad, target, weight) again (a
+    # node saving them in turn); self's is zeros_like(grad).
     zeros = _wrap(np.zeros_like(gg._data)) if node.needs(1) else None
-    return (nll_gather(gg, node.picks) if node.needs(0) else None), zeros
+    return (nll_gather(gg, node.picks, target, weight) if node.needs(0) else None), zeros
 
 
 _NllLossNode = rec.node_class("NllLossBackward", _nll_backward)
 _NllLossBackwardNode = rec.node_class("NllLossBackwardBackward", _scatter_backward)
 
 
-def nll_gather(x, picks, target=None):
+def _saved_or_none(t):
+    return rec.save(t) if t is not None else None
+
+
+def nll_gather(x, picks, target=None, weight=None):
     result = _wrap(quietly(picks.gather, x._data))
     if rec.needs_grad(x):
         node = rec.record(_NllLossNode, (x,), result)
         node.picks = picks
-        # torch saves the target too: changing it in place before backward raises there
-        node._saved = (rec.save(x), rec.save(target) if target is not None else None)
+        # torch saves the target and the weight too: changing either in
+        # place before backward raises there
+        node._saved = (rec.save(x), _saved_or_none(target), _saved_or_none(weight))
     return result
 
 
-def nll_scatter(g, picks, x, target=None):
+def nll_scatter(g, picks, x, target=None, weight=None):
     """The backward of nll_gather; x (the forward input) is an input too, with a zero
     derivative, so that the result is part of x's graph as in torch."""
     result = _wrap(quietly(picks.scatter, g._data))
@@ -107,8 +113,9 @@ def nll_scatter(g, picks, x, target=None):
         node = rec.record(_NllLossBackwardNode, (g, x), result)
         node.picks = picks
         if target is not None:
-            # torch's NllLossBackwardBackward saves the target: freed after a backward
-            node._saved = (rec.save(target),)
+            # torch's NllLossBackwardBackward saves the target and the
+            # weight: freed after a backward
+            node._saved = (rec.save(target), _saved_or_none(weight))
     return result
 
 
@@ -158,8 +165,9 @@ def _nll_picks(x, t, weight, ignore_index, reduction, op):
     if x._data.ndim == 1 and target.ndim == 1:
         target = target.reshape(())      # (C,) input with a one-element target
     n_classes = x._data.shape[class_dim]
-    w = None if weight is None else _check_weight(weight, x, n_classes, op)._data
-    return _Picks(x._data.shape, class_dim, target.astype(np.int64), w, ignore_index, reduction)
+    weight = None if weight is None else _check_weight(weight, x, n_classes, op)
+    w = None if weight is None else weight._data
+    return _Picks(x._data.shape, class_dim, target.astype(np.int64), w, ignore_index, reduction), weight
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -169,8 +177,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x = host_tensor(input, "nll_loss")
     t = host_tensor(target, "nll_loss", "target")
     reduction = reduction_arg(size_average, reduce, reduction)
-    picks = _nll_picks(x, t, weight, ignore_index, reduction, "nll_loss")
-    return nll_gather(x, picks, t)
+    picks, weight = _nll_picks(x, t, weight, ignore_index, reduction, "nll_loss")
+    return nll_gather(x, picks, t, weight)
 
 
 # -- cross_entropy ---------------------------------------------------------------------------------
