@@ -140,7 +140,7 @@ class Binary:
             if self.out_keeps_history and out._data.dtype.kind == "f" and (
                     rec.needs_grad(a, b) or (_grad_state.enabled and out.requires_grad)):
                 # torch records its not-implemented node on a float out= too
-                views.rebase_history(out, rec.connect(rec.new_node(self.node), (a, b)), 0)
+                views.rebase_history(out, rec.connect(rec.new_node(self.node), self._edge_inputs(a, b)), 0)
             return written
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b) and self._records(result):
@@ -149,20 +149,27 @@ class Binary:
                 node._saved = self._saved(node, a, b, result, a)
         return result
 
+    def _edge_inputs(self, a, b):
+        """The inputs an in-place or out= node gets edges to.  torch's
+        NotImplemented node ("derivative for aten::... is not implemented")
+        has edges to the inputs that require grad only: a CopySlices around
+        it, which drops its fn's first edge as self's, then drops the
+        divisor's when only the divisor requires grad."""
+        if getattr(self.node, "computes_unwanted_outputs", False):
+            return tuple(x for x in (a, b) if is_tensor(x) and x.requires_grad)
+        return (a, b)
+
     def _records(self, result):
         """An op torch has no derivative for (floor_divide) gives an integer
         result no history (and no error); every other op records one."""
         return result._data.dtype.kind == "f" or not getattr(self.node, "not_implemented", False)
 
     def _keep(self, node, a, b):
-        """(keep self, keep other, keep result) for this call.  For pow with
-        a number (torch's one-input pow.Tensor_Scalar), a tensor that requires
-        grad without an edge (a view made under no_grad of one that does)
-        still counts as wanting its gradient: torch saves unconditionally
-        there; elsewhere (x * 2 wraps the 2 as a second input) it is guarded."""
-        single = self.name == "pow" and not (is_tensor(a) and is_tensor(b))   # x * 2 wraps the 2: two inputs
-        return self.saves(node.needs(0) or (single and is_tensor(a) and a.requires_grad),
-                          node.needs(1) or (single and is_tensor(b) and b.requires_grad), is_tensor(a), is_tensor(b))
+        """(keep self, keep other, keep result) for this call.  needs(i) is
+        whether input i has an edge: a tensor that requires grad without one
+        (a view made under no_grad of one that does) has none, so what
+        torch guards by should_compute_output is not saved for it."""
+        return self.saves(node.needs(0), node.needs(1), is_tensor(a), is_tensor(b))
 
     def _saved(self, node, a, b, result, original, keep=None):
         keep_a, keep_b, keep_r = keep or self._keep(node, a, b)
@@ -182,7 +189,7 @@ class Binary:
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
-            node = rec.connect(rec.new_node(self.node), (a, b))
+            node = rec.connect(rec.new_node(self.node), self._edge_inputs(a, b))
             if self.saves is not None:
                 # Saved before the change: self's old value (a recorded clone,
                 # so its own history stays differentiable) and other at its
@@ -353,7 +360,9 @@ def _keep_for_mul(need_a, need_b, tensor_a, tensor_b):
 
 
 def _keep_for_div(need_a, need_b, tensor_a, tensor_b):
-    return need_b, need_a or need_b, False
+    # other is read by both formulas: torch's generated code saves it
+    # unguarded (even when no input has an edge: a view made under no_grad)
+    return need_b, True, False
 
 
 def _keep_for_other(need_a, need_b, tensor_a, tensor_b):
@@ -616,7 +625,7 @@ _SCALAR_POWERS = {
 }
 
 
-def _power(x, y):
+def _power_values(x, y):
     """np.power where it agrees with torch; torch's special kernels for the
     exponents 0.5, -0.5, 2, 3, -1, -2 (a number); C's pow at -inf and at 0
     (numpy's SIMD power gives NaN for (-inf) ** 0.5 and -0.0 for (-0.0) ** 0.5)."""
@@ -647,6 +656,16 @@ def _power(x, y):
     return out
 
 
+def _power(x, y):
+    out = _power_values(x, y)
+    if type(x) in (int, float, bool) and type(out) is np.ndarray and out.ndim > 1:
+        # torch's pow(number, Tensor) makes a contiguous output (its meta
+        # function gives no strides), where a number times a tensor follows
+        # the tensor's layout
+        out = np.ascontiguousarray(out)
+    return out
+
+
 def _pow_backward(node, g, a, b, result):
     grad_a = grad_b = None
     tensor_a, tensor_b = is_tensor(a), is_tensor(b)
@@ -672,11 +691,13 @@ def _pow_backward(node, g, a, b, result):
 
 
 def _keep_for_pow(need_a, need_b, tensor_a, tensor_b):
+    # torch's generated code guards a saved input only where one of several
+    # differentiable inputs alone reads it; pow's are all read unguarded
     if not tensor_b:                        # pow(Tensor, number): self only
-        return need_a, False, False
+        return True, False, False
     if not tensor_a:                        # pow(number, Tensor): exponent and result
-        return False, need_b, need_b
-    return need_a or need_b, need_a or need_b, True      # torch's PowBackward1 keeps its result always
+        return False, True, True
+    return True, True, True                 # torch's PowBackward1 keeps its result always
 
 
 _POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_check,
