@@ -266,7 +266,12 @@ TORCH_BUGS = {
               "the generator passes such inputs through .contiguous()",
     "nanmedian": "as median",
     "batch_norm": "batch_norm's backward with an expanded (stride-0) weight reads the wrong memory (gradients "
-                  "like 6e-41 and 5e29); the generator passes such operands through .contiguous()",
+                  "like 6e-41 and 5e29), and in evaluation with five or more rows it reads a strided weight "
+                  "(w[::2]) as if it were contiguous; the generator passes such operands through .contiguous()",
+    "sgn": "the gradient of a real sgn is torch's 'efficient zero tensor', which later backward formulas "
+           "treat as exact zeros or not depending on the op (var and mean give 0 where the input holds an "
+           "infinity, mm gives NaN), std's raises 'ZeroTensors are immutable', and a leaf's .grad may be a "
+           "tensor without storage; the generator gives sgn no operand that requires grad",
 }
 # Where torch 2.13 is inconsistent with itself outside the op table, the
 # generator steers around too (no README entry: no generated program does it):
@@ -301,6 +306,11 @@ PADDED_CONVS = ("conv1d", "conv2d", "conv_transpose2d", "conv_transpose1d")
 # float32 or 8 float64 elements at a time) but 1 in its scalar tail.  The
 # generator keeps NaN out of their inputs.
 NAN_BUGS = ("mode", "hardtanh", "relu6")
+# signbit of a NaN reads the NaN's sign, which IEEE 754 leaves unspecified:
+# torch's vectorised min/max loops make every NaN they return negative (they
+# OR in an all-ones mask), numpy's pass the input's NaN through.  The
+# generator keeps NaN out of signbit's operands.
+NAN_SIGNS = ("signbit",)
 # layer_norm over a float32 row whose values are all equal: its variance is
 # 0, so 1/sqrt(var + eps) (about 316) amplifies each library's rounding of
 # the mean into gradients of a different noise (1e-4 against 0); the

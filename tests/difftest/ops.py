@@ -18,7 +18,7 @@ from cextend._ops.registry import OPS, Const
 
 from . import calls
 from . import values as V
-from .allowlist import CONSTANT_ROWS, NAN_BUGS, PADDED_CONVS, POLES, TORCH_BUGS
+from .allowlist import CONSTANT_ROWS, NAN_BUGS, NAN_SIGNS, PADDED_CONVS, POLES, TORCH_BUGS
 from .features import writable
 from .program import Stmt
 
@@ -191,7 +191,7 @@ def _argument(gen, info, a, plan, position, inplace_target):
 
 def steer_clear(gen, name, args, kwargs=None):
     """Keep away from where torch itself is wrong or both are noise (the
-    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, NAN_BUGS and CONSTANT_ROWS):
+    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, NAN_BUGS, NAN_SIGNS and CONSTANT_ROWS):
     may rewrite args; False to give up.  kwargs: the sample's keyword values
     (not their sources)."""
     values = [gen.value(a) for a in args]
@@ -200,7 +200,7 @@ def steer_clear(gen, name, args, kwargs=None):
         for _, t in tensors:
             if t.dtype.is_floating_point and not bool(t.detach().isfinite().all()):
                 return False
-    if name in NAN_BUGS:
+    if name in NAN_BUGS or name in NAN_SIGNS:
         for _, t in tensors:
             if t.dtype.is_floating_point and bool(t.detach().isnan().any()):
                 return False
@@ -211,9 +211,12 @@ def steer_clear(gen, name, args, kwargs=None):
             data = t.detach().double().numpy()
             if (np.isfinite(data) & (data <= 0) & (data == np.round(data))).any():
                 return False
+    if name == "sgn" and any(t.requires_grad for _, t in tensors):
+        return False
     if name in TORCH_BUGS:
         for i, t in tensors:
-            if t.numel() > 1 and 0 in t.stride():
+            strided_weight = name == "batch_norm" and i == 3 and not t.is_contiguous()
+            if (t.numel() > 1 and 0 in t.stride()) or strided_weight:
                 args[i] = "%s.contiguous()" % args[i]
     return True
 
