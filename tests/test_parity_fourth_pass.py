@@ -187,3 +187,18 @@ def test_floor_divide_into_a_view_has_edges_only_to_inputs_requiring_grad(form):
     assert divisor.grad is None
     with pytest.raises(RuntimeError, match="derivative for aten::floor_divide"):
         (view * 2).sum().backward()
+
+
+def test_sgn_saves_its_input_as_torch():
+    # torch's SgnBackward saves self and the result: changing the input in
+    # place before backward raises, though the real gradient is zero
+    x = torch.tensor([[1.0, -2.0], [0.0, 3.0]], requires_grad=True)
+    v = x.transpose(0, 1) * 1
+    r = torch.sgn(v)
+    with torch.no_grad():
+        v.zero_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        r.sum().backward()
+    y = x * 1
+    y.sgn().sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 2)))

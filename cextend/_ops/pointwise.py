@@ -245,7 +245,7 @@ def _sign(x):
 
 
 sign = _unary("sign", _sign, _zero, (), float_result=False)
-sgn = _unary("sgn", _sign, _zero, ("result",), float_result=False, inplace=True)     # torch saves it
+sgn = _unary("sgn", _sign, _zero, ("self", "result"), float_result=False, inplace=True)   # torch saves both
 absolute = _unary("abs", np.abs, lambda n, g, x: g * x.sgn(), ("self",), float_result=False,
                   aliases=("absolute",), integer_inputs=True,
                   reject={"b": (NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'")})
