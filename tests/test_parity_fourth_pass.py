@@ -202,3 +202,96 @@ def test_sgn_saves_its_input_as_torch():
     y = x * 1
     y.sgn().sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 2)))
+
+
+# -- clamp's (Number, Number) overload ----------------------------------------------------------
+
+@pytest.mark.parametrize("bounds", [("t", -1), (-1, "t")])
+def test_clamp_reads_a_zero_dim_bound_beside_a_number_as_a_number(bounds):
+    # torch matches clamp_(Scalar, Scalar): nothing is saved, so changing the
+    # 0-d bound before backward does not raise
+    m = torch.tensor(-1.75)
+    low, high = (m if b == "t" else b for b in bounds)
+    x = torch.tensor([[1.25], [0.5], [-3.0]], requires_grad=True)
+    y = x.clone().clamp_(low, high)
+    m.fill_(5.0)
+    y.sum().backward()
+    a = np.array([[1.25], [0.5], [-3.0]])
+    lo, hi = (-1.75, -1) if bounds[0] == "t" else (-1, -1.75)
+    inside = (a >= lo) & (a <= hi)
+    np.testing.assert_array_equal(x.grad.numpy(), inside.astype(np.float32))
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        x.clamp(torch.tensor([[0.0], [1.0], [2.0]]), 2)
+
+
+# -- 1-d convolutions save their input, not a contiguous copy ---------------------------------------
+
+@pytest.mark.parametrize("fn", ["conv1d", "conv_transpose1d"])
+@pytest.mark.parametrize("layout", ["expanded", "transposed"])
+def test_one_dim_convolution_checks_its_input_version(fn, layout):
+    base = torch.tensor([[[1.125], [-0.25]], [[0.0], [-0.1875]]], dtype=torch.float64)
+    if layout == "expanded":
+        x, written = base.expand(2, 2, 5), base
+    else:
+        x = torch.arange(20.0, dtype=torch.float64).reshape(2, 5, 2).transpose(1, 2)
+        written = x
+    w = torch.ones(2, 2, 3, dtype=torch.float64)
+    b = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    y = getattr(F, fn)(x, w, b, padding=1)
+    with torch.no_grad():
+        written.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# -- result layouts of one-input ops and size-1 dims ------------------------------------------------
+
+def _permuted_expanded():
+    return torch.arange(6.0).reshape(2, 3).t()[:, None].expand(3, 4, 2)
+
+
+@pytest.mark.parametrize("op", ["neg", "exp", "abs", "sign", "sqrt", "nan_to_num", "isnan", "logit", "sigmoid"])
+def test_one_input_ops_lay_out_an_expanded_input_as_tensor_iterator(op):
+    # torch orders the output's dims by the input's strides, leaving the
+    # stride-0 dim where it is: (3, 4, 2) with strides (1, 0, 3) -> (1, 3, 12)
+    x = _permuted_expanded()
+    r = getattr(x, op)()
+    assert r.stride() == (1, 3, 12)
+    with np.errstate(all="ignore"):
+        want = {"neg": np.negative, "exp": np.exp, "abs": np.abs, "sign": np.sign, "sqrt": np.sqrt,
+                "nan_to_num": np.nan_to_num, "isnan": np.isnan,
+                "logit": lambda a: np.log(a / (1 - a)), "sigmoid": lambda a: 1 / (1 + np.exp(-a))}[op](x.numpy())
+    np.testing.assert_allclose(r.numpy(), want, rtol=1e-6)
+
+
+def test_nan_to_num_in_place():
+    x = torch.tensor([[1.0, np.nan, np.inf], [-np.inf, 2.0, 3.0]], requires_grad=True)
+    y = x * 2
+    z = y.nan_to_num_(nan=1.0, posinf=5.0)
+    assert z is y
+    np.testing.assert_array_equal(z.detach().numpy(), [[2, 1, 5], [np.finfo(np.float32).min, 4, 6]])
+    z.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[2, 0, 0], [0, 2, 2]])
+
+
+def test_size_one_dims_carry_torch_strides():
+    col = torch.tensor([[2.0], [2.0], [2.5]])
+    row = col.T                                     # (1, 3), strides (1, 1)
+    assert row.stride() == (1, 1)
+    assert row[-1, None].stride() == (3, 1)          # None unsqueezes before a dim of size 3
+    assert row[None].stride() == (1, 1, 1)
+    assert row.unsqueeze(1).stride() == (1, 3, 1)
+    assert col[:, :, None].stride() == (1, 1, 1)
+    assert row.reshape(1, -1).stride() == (3, 1)     # computeStride, though the shape is the same
+    assert row.clone().stride() == (1, 1)            # preserve_format keeps dense strides exactly
+    p = torch.arange(8.0).reshape(2, 1, 4).permute(2, 1, 0)
+    assert p.sum(0, keepdim=True).stride() == (2, 2, 1)
+
+
+def test_writing_a_tensor_into_a_differently_strided_alias_raises():
+    # row[-1, None] and row hold the same elements with other strides: torch's
+    # overlap check calls that partial overlap
+    row = torch.tensor([[2.0], [2.0], [2.5]]).T
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        row[-1, None] = row
+    row[-1] = row[0]                # the same strides: a full overlap, allowed

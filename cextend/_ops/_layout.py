@@ -58,8 +58,9 @@ def torch_layout(result, arrays):
     if not arrays or all(a.flags.c_contiguous for a in arrays):
         return result
     shape = result.shape
-    if all(a.shape == shape and a.strides == arrays[0].strides for a in arrays):
-        return result       # the inputs agree: numpy already kept their order
+    if all(a.shape == shape and a.strides == arrays[0].strides for a in arrays) and \
+            non_overlapping_and_dense(arrays[0]):
+        return result       # the inputs agree on a dense layout: numpy already kept it
     perm = _dim_order(shape, [_broadcast_strides(a, shape) for a in arrays])
     wanted = tuple(reversed(perm))          # slowest to fastest
     if _order_matches(result, wanted):
@@ -84,8 +85,102 @@ def empty_like_preserve(array, dtype=None):
     sort allocate this way."""
     dtype = array.dtype if dtype is None else np.dtype(dtype)
     if non_overlapping_and_dense(array):
-        return np.empty_like(array, dtype=dtype, order="K")
+        out = np.empty_like(array, dtype=dtype, order="K")
+        if out.ndim > 1 and 1 in out.shape and min(array.strides) >= 0:
+            # torch keeps the strides exactly, size-1 dims' too
+            out = restrided(out, tuple(st // array.itemsize * out.itemsize for st in array.strides))
+        return out
     if array.ndim < 2:
         return np.empty(array.shape, dtype)
     wanted = tuple(reversed(_dim_order(array.shape, [array.strides])))      # slowest to fastest
     return np.empty([array.shape[d] for d in wanted], dtype).transpose(np.argsort(wanted))
+
+
+def restrided(array, strides):
+    """array with these byte strides (which may differ only where a dim has
+    size 1, so the elements are the same): torch's strides for size-1 dims,
+    which numpy sets otherwise, decide its overlap checks and layouts."""
+    if array.strides == tuple(strides):
+        return array
+    return np.lib.stride_tricks.as_strided(array, array.shape, strides, writeable=array.flags.writeable)
+
+
+def unsqueeze_stride(array, dim):
+    """torch's stride for a size-1 dim inserted at `dim` (unsqueeze, or None
+    in an index): the size times the stride of the dim it goes before, 1
+    element past the last dim."""
+    if dim >= array.ndim:
+        return array.itemsize
+    return array.shape[dim] * array.strides[dim]
+
+
+def none_index_strides(array, parts, result):
+    """The strides torch gives result = array[parts] (ints, slices, None,
+    Ellipsis): numpy's, except that each None dim gets unsqueeze's stride
+    for the dim it lands before, as torch's applySlicing unsqueezes there
+    (numpy gives such dims stride 0)."""
+    strides = list(result.strides)
+    consuming = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    source = 0          # the next dim of `array` not yet consumed
+    out = 0             # the next dim of `result`
+    for p in parts:
+        if p is None:
+            strides[out] = unsqueeze_stride(array, source)
+            out += 1
+        elif p is Ellipsis:
+            skipped = array.ndim - consuming
+            source += skipped
+            out += skipped
+        elif type(p) is slice:
+            source += 1
+            out += 1
+        else:           # an int: the dim is consumed, none is produced
+            source += 1
+    return strides
+
+
+def compute_stride(old_shape, old_strides, new_shape, itemsize):
+    """torch's computeStride (byte strides): the strides of a view of
+    old_shape/old_strides with new_shape, or None where no view exists.
+    numpy's no-copy reshape agrees on where a view exists and on every
+    stride except those of size-1 dims, which decide torch's overlap checks."""
+    n = len(new_shape)
+    if not old_shape:
+        return (itemsize,) * n
+    numel = 1
+    for size in old_shape:
+        numel *= size
+    if numel == 0 and tuple(old_shape) == tuple(new_shape):
+        return tuple(old_strides)
+    strides = [0] * n
+    if numel == 0:
+        for d in range(n - 1, -1, -1):
+            strides[d] = itemsize if d == n - 1 else max(new_shape[d + 1], 1) * strides[d + 1]
+        return tuple(strides)
+    view_d = n - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(strides)
+
+
+def c_strides(shape, itemsize):
+    """C-order byte strides, as torch's contiguous strides (size-1 dims included)."""
+    strides = [itemsize] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    return tuple(strides)

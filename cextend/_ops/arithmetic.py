@@ -942,7 +942,7 @@ def neg(input, *, out=None):
     if out is not None:
         rec.check_out(out, "neg", input)
         return rec.write_out(out, data, "neg", strict="same_dtype")
-    result = _wrap(_as_ndarray(data, input._data.dtype))
+    result = _wrap(torch_layout(_as_ndarray(data, input._data.dtype), [input._data]))
     if rec.needs_grad(input):
         rec.record(_NegNode, (input,), result)
     return result

@@ -16,6 +16,7 @@ from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
 from cextend._ops import _advanced_index as _advanced
 from cextend._ops import _record as rec
+from cextend._ops._layout import none_index_strides, restrided
 from cextend._ops._operands import as_array, is_tensor, operand
 from cextend._ops.registry import method
 from cextend._ops.shape import _SelectNode, _SliceNode, _slice_view
@@ -148,6 +149,8 @@ def getitem(self, key):
             data = self._data[np_key]
         except IndexError as error:
             raise IndexError(str(error).replace("axis", "dimension")) from None
+        if None in parts:
+            data = restrided(data, none_index_strides(self._data, parts, data))
         node = _SelectNode if any(isinstance(p, int) for p in parts) else _SliceNode
         return _slice_view(self, data, lambda t: t[np_key], node)
     np_key, sources = _advanced_key(parts)

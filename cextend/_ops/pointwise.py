@@ -59,6 +59,8 @@ class Unary:
             data = np.asarray(data, dt)
         elif data.dtype != dt:
             data = data.astype(dt)
+        if type(data) is np.ndarray and data.ndim > 1:
+            data = torch_layout(data, [x._data])     # TensorIterator's order for an expanded or sliced input
         return data
 
     def __call__(self, input, out=None):
@@ -211,7 +213,7 @@ def _with_parameter(x, data, out, name, node_cls, **parameter):
     if out is not None:
         rec.check_out(out, name, x)
         return rec.write_out(out, data, name)
-    result = _wrap(data)
+    result = _wrap(torch_layout(data, [x._data]))
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), result)
         for key, value in parameter.items():
@@ -432,6 +434,12 @@ def _bounds(min, max, name):
                             "one of: (Tensor min, Tensor max) or (Number min, Number max)"
                             % (name, type(min).__name__ if not is_tensor(min) else "Tensor",
                                type(max).__name__ if not is_tensor(max) else "Tensor"))
+        # the (Number, Number) overload: the 0-d tensor's value is read now
+        # (nothing is saved, so a later in-place change of it does not raise)
+        if is_tensor(low):
+            low = _bound(low.item(), "min")
+        else:
+            high = _bound(high.item(), "max")
     return low, high
 
 
@@ -581,7 +589,7 @@ def _predicate(name, compute, takes_out=False):
         x = require_tensor(input, name)
         result = np.asarray(compute(x._data))
         if out is None:
-            return _wrap(result)
+            return _wrap(torch_layout(result, [x._data]))
         if not takes_out:
             rec.no_out(out, name)
         rec.check_out(out, name, differentiable=False)
@@ -605,7 +613,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     x = require_tensor(input, "nan_to_num")
     data = np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf) if x._data.dtype.kind == "f" \
         else x._data.copy()
-    result = _wrap(data)
+    result = _wrap(torch_layout(data, [x._data]))
     if rec.needs_grad(x):
         node = rec.record(_NanToNumNode, (x,), result)
         node._saved = (rec.save(x),)       # torch saves self; the mask is recomputed
@@ -617,4 +625,5 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 
 
 _NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, x: g * x.isfinite())
-register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise")
+register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise",
+         inplace=rec.inplace_via(nan_to_num))

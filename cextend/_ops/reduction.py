@@ -11,6 +11,7 @@ from cextend._fpe import quietly
 from cextend._device import DeviceArray, empty_like
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
+from cextend._ops._layout import c_strides, restrided
 from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.arithmetic import maximum, minimum, where
 from cextend._ops.registry import register
@@ -144,7 +145,12 @@ def _sum_in(data, dims, keepdim):
 def _contiguous(value):
     """A reduction's result, C-contiguous as torch allocates it
     (resize_reduction), whatever the input's layout; 0-d stays 0-d."""
-    return np.asarray(value, order="C") if type(value) is np.ndarray else value
+    if type(value) is not np.ndarray:
+        return value
+    value = np.asarray(value, order="C")
+    if value.ndim > 1 and 1 in value.shape:      # numpy's keepdims leaves other strides on size-1 dims
+        value = restrided(value, c_strides(value.shape, value.itemsize))
+    return value
 
 
 def _array(value, dtype):

@@ -8,6 +8,7 @@ import numpy as np
 
 from cextend._device import DeviceArray
 from cextend._ops import _record as rec
+from cextend._ops._layout import compute_stride, restrided, unsqueeze_stride
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.autograd import views
@@ -64,9 +65,19 @@ def _infer(shape, numel):
 
 
 def _no_copy_reshape(data, shape):
-    """numpy's reshape when it can be a view, else None."""
+    """A view of data with the new shape and torch's strides (computeStride),
+    else None."""
     if type(data) is DeviceArray:
         return data.reshape(shape)
+    view = _numpy_view_reshape(data, shape)
+    if view is not None and 1 in view.shape:
+        strides = compute_stride(data.shape, data.strides, view.shape, data.itemsize)
+        if strides is not None:     # (numpy made the view: torch can too)
+            view = restrided(view, strides)
+    return view
+
+
+def _numpy_view_reshape(data, shape):
     try:
         return data.reshape(shape, copy=False)
     except ValueError:
@@ -114,7 +125,7 @@ def reshape(input, *shape):
     shape = _infer(_sizes(shape), x._data.size)
     data = _no_copy_reshape(x._data, shape)
     if data is not None:
-        if data.shape == x._data.shape and type(data) is not DeviceArray:
+        if data.shape == x._data.shape and data.strides == x._data.strides and type(data) is not DeviceArray:
             return _alias(x)
         return _view(x, data, lambda t: t.reshape(shape), _ReshapeNode, in_shape=x._data.shape)
     out = _wrap(x._data.reshape(shape))
@@ -278,8 +289,12 @@ register("movedim", movedim, aliases=("moveaxis",),
 def unsqueeze(input, dim):
     x = require_tensor(input, "unsqueeze")
     d = _dim(dim, x._data.ndim + 1)
-    return _view(x, np.expand_dims(x._data, d), lambda t: t.unsqueeze(d), _UnsqueezeNode,
-                 in_shape=x._data.shape)
+    # torch keeps every stride and gives the new dim unsqueeze's (numpy may
+    # pick others for size-1 dims)
+    strides = list(x._data.strides)
+    strides.insert(d, unsqueeze_stride(x._data, d))
+    data = restrided(np.expand_dims(x._data, d), strides)
+    return _view(x, data, lambda t: t.unsqueeze(d), _UnsqueezeNode, in_shape=x._data.shape)
 
 
 register("unsqueeze", unsqueeze, samples=lambda rng: iter([Sample(rng.standard_normal((3, 4)), 1),

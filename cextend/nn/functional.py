@@ -174,6 +174,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y.squeeze(0) if unbatched else y
 
 
+def contiguous_input(x):
+    """x made contiguous, as torch's 1-d convolutions do before viewing it
+    4-d (no accidental channels-last output from a permuted input).  torch
+    does that below its autograd node, which saves x itself: a copy shares
+    x's version counter, so changing x in place before backward raises."""
+    c = x.contiguous()
+    if c is not x:
+        c._version_counter = x._version_counter
+    return c
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """torch's conv1d, as a conv2d over (N, C_in, 1, L) with a (1, k) kernel."""
     x, unbatched = _batched(input, "conv1d", 3, "(N, C_in, L)")
@@ -181,9 +192,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if weight.dim() != 3:
         raise ValueError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
-    # torch makes the 3-D input contiguous before viewing it 4-D (no
-    # accidental channels-last output from a permuted input)
-    y = _conv2d_any(x.contiguous().unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
+    y = _conv2d_any(contiguous_input(x).unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                     (1, _single(dilation, "dilation")), groups).squeeze(2)
     y = views.forget_base(y)            # torch's conv1d result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y

@@ -346,9 +346,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if out <= 0:
         raise RuntimeError("Given input size per channel: (1 x %d). Calculated output size per channel: (1 x %d). "
                            "Output size is too small" % (length, out))
-    # torch makes the 3-D input contiguous before viewing it 4-D (no
-    # accidental channels-last output from a permuted input)
-    y = F.conv_transpose2d(xb.contiguous().unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups,
+    y = F.conv_transpose2d(F.contiguous_input(xb).unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups,
                            (1, d))
     y = views.forget_base(y.squeeze(2))        # torch's batched result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
