@@ -295,3 +295,15 @@ def test_writing_a_tensor_into_a_differently_strided_alias_raises():
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         row[-1, None] = row
     row[-1] = row[0]                # the same strides: a full overlap, allowed
+
+
+def test_layer_norm_output_is_contiguous_for_any_input_layout():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4))
+    x = torch.tensor(a).t()
+    y = F.layer_norm(x, (3,))
+    assert y.is_contiguous() and y.stride() == (3, 1)
+    y.view(-1)                      # torch's kernel writes a contiguous output: view() works
+    rows = a.T
+    want = (rows - rows.mean(1, keepdims=True)) / np.sqrt(rows.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12, atol=1e-12)

@@ -135,7 +135,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     data = x._data
     dims = tuple(range(data.ndim - n, data.ndim))
     mean, rstd, out = quietly(_layer_norm_arrays, data, dims, eps, weight, bias)
-    result = _wrap(np.asarray(out, data.dtype))
+    result = _wrap(np.asarray(out, data.dtype, order="C"))       # torch's kernel writes a contiguous output
     if rec.needs_grad(x, weight, bias):
         node = rec.record(_LayerNormNode, (x, weight, bias), result)
         node.dims, node.eps = dims, eps
