@@ -307,3 +307,40 @@ def test_layer_norm_output_is_contiguous_for_any_input_layout():
     rows = a.T
     want = (rows - rows.mean(1, keepdims=True)) / np.sqrt(rows.var(1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["erfc", "erf", "lgamma", "digamma", "erfinv", "tanh"])
+def test_one_input_ops_keep_a_transposed_layout_even_from_a_c_kernel(op):
+    # torch's result of a dense input takes its strides: a later view() fails
+    # exactly where torch's fails
+    x = torch.arange(12.0, dtype=torch.float64).reshape(4, 3).transpose(0, 1) / 13
+    r = getattr(x, op)()
+    assert r.stride() == (1, 3)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        r.view(12)
+
+
+def test_nan_to_num_in_place_on_an_expanded_integer_tensor_writes_nothing():
+    t = torch.tensor([[4], [3]]).expand(2, 3)
+    before = t._version
+    assert t.nan_to_num_() is t
+    assert t._version == before + 1
+    np.testing.assert_array_equal(t.numpy(), [[4, 4, 4], [3, 3, 3]])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.tensor([[1.0, np.nan]]).expand(3, 2).nan_to_num_()
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_put_saves_source_only_for_its_own_gradient(accumulate):
+    def run(needs):
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=needs == "self")
+        s = torch.tensor([5.0, 6.0], requires_grad=needs == "source")
+        y = torch.put(x, torch.tensor([1, 2]), s, accumulate)
+        with torch.no_grad():
+            s.add_(1)
+        y.sum().backward()
+        return x, s
+    x, _ = run("self")
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 1], [1, 1]] if accumulate else [[1, 0], [0, 1]])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run("source")

@@ -58,9 +58,15 @@ def torch_layout(result, arrays):
     if not arrays or all(a.flags.c_contiguous for a in arrays):
         return result
     shape = result.shape
-    if all(a.shape == shape and a.strides == arrays[0].strides for a in arrays) and \
-            non_overlapping_and_dense(arrays[0]):
-        return result       # the inputs agree on a dense layout: numpy already kept it
+    first = arrays[0]
+    if all(a.shape == shape and a.strides == first.strides for a in arrays) and non_overlapping_and_dense(first):
+        # the inputs agree on a dense layout: torch's result takes their strides
+        # (numpy's ufuncs keep them too; a C kernel's contiguous result does not)
+        if _order_matches(result, tuple(sorted(range(len(shape)), key=lambda d: -first.strides[d]))):
+            return result
+        laid_out = empty_like_preserve(first, result.dtype)
+        laid_out[...] = result
+        return laid_out
     perm = _dim_order(shape, [_broadcast_strides(a, shape) for a in arrays])
     wanted = tuple(reversed(perm))          # slowest to fastest
     if _order_matches(result, wanted):

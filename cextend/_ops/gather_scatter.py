@@ -621,7 +621,7 @@ def take(input, index, *, out=None):
     return t
 
 
-def _put_backward(node, g, index):
+def _put_backward(node, g, index, source=None):
     grad_self = (g if node.accumulate else _put(g, index, g.new_zeros(index.shape), False)) \
         if node.needs(0) else None
     grad_source = take(g, index).reshape(node.source_shape) if node.needs(2) else None
@@ -652,7 +652,9 @@ def _put(x, index, source, accumulate):
     if rec.needs_grad(x, source):
         node = rec.record(_PutNode, (x, None, source), t)
         node.accumulate, node.source_shape = accumulate, source._data.shape
-        node._saved = (SavedTensor(index),)
+        # torch saves source for its own gradient (reshape_as): changing it in
+        # place before backward then raises
+        node._saved = (SavedTensor(index), SavedTensor(source) if node.needs(2) else None)
     return t
 
 

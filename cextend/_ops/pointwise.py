@@ -625,5 +625,16 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 
 
 _NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, x: g * x.isfinite())
-register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise",
-         inplace=rec.inplace_via(nan_to_num))
+_nan_to_num_via_copy = rec.inplace_via(nan_to_num)
+
+
+def _nan_to_num_inplace(self, nan=0.0, posinf=None, neginf=None):
+    x = require_tensor(self, "nan_to_num_")
+    if x._data.dtype.kind != "f":
+        # torch copies an integer tensor onto itself: no write (even expanded), a version bump
+        from cextend._ops.indexing import copy_into
+        return copy_into(x, x, expanded_ok=True)
+    return _nan_to_num_via_copy(x, nan, posinf, neginf)
+
+
+register("nan_to_num", nan_to_num, samples=S.unary(), family="pointwise", inplace=_nan_to_num_inplace)
