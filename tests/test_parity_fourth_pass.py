@@ -344,3 +344,28 @@ def test_put_saves_source_only_for_its_own_gradient(accumulate):
     np.testing.assert_array_equal(x.grad.numpy(), [[1, 1], [1, 1]] if accumulate else [[1, 0], [0, 1]])
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         run("source")
+
+
+_CAST_PROGRAMS = {
+    # program: (result strides, the same in numpy)
+    "e / f64": ((3, 1), lambda e, ie, f: e / f),
+    "f64 / e": ((1, 4), lambda e, ie, f: f / e),
+    "e.double() + f64": ((3, 1), lambda e, ie, f: e + f),
+    "ie / f64": ((3, 1), lambda e, ie, f: ie / f),
+    "e * 2": ((3, 1), lambda e, ie, f: e * 2),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_CAST_PROGRAMS))
+def test_an_operand_cast_to_the_common_dtype_is_laid_out_as_its_copy(program):
+    # torch casts an operand of another dtype with .to() (an expanded one
+    # becomes dense, so it has an opinion on the dim order) before ordering dims
+    e = torch.tensor([[1.0, 2.0, 3.0]]).expand(4, 3)
+    ie = torch.tensor([[1], [2], [3], [4]]).expand(4, 3)
+    f64 = torch.arange(12.0, dtype=torch.float64).reshape(3, 4).t()
+    strides, reference = _CAST_PROGRAMS[program]
+    r = eval(program)
+    assert r.stride() == strides
+    with np.errstate(divide="ignore"):
+        want = reference(e.numpy().astype(np.float64), ie.numpy(), f64.numpy())
+    np.testing.assert_array_equal(r.numpy(), want)

@@ -20,7 +20,7 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
-from cextend._ops._layout import torch_layout
+from cextend._ops._layout import empty_like_preserve, torch_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
                                     require_tensor)
@@ -72,7 +72,7 @@ class Binary:
             value = quietly(self.compute, *arrays)
             operands = [x for x in arrays if type(x) is np.ndarray]
             if len(operands) == 2 and type(value) is np.ndarray and value.ndim > 1:
-                value = torch_layout(value, [x._data for x in (a, b)])
+                value = torch_layout(value, [_cast_layout(x._data, rt) for x in (a, b)])
             return value
         except ValueError:
             shapes = [x._data.shape for x in (a, b) if is_tensor(x)]
@@ -204,6 +204,15 @@ class Binary:
         if node is not None and self.saves is not None:
             node._saved = before[:2] + ((rec.save_output(a) if keep[2] else None),)
         return a
+
+
+def _cast_layout(array, dtype):
+    """The operand as torch's TensorIterator sees it when ordering dims: one
+    of another dtype is first cast with .to(), a preserve_format copy (an
+    expanded or sliced operand becomes dense; a 0-d one is left alone)."""
+    if array.dtype == dtype or array.ndim == 0:
+        return array
+    return empty_like_preserve(array, dtype)
 
 
 def check_broadcasts_into(a, b):

@@ -9,6 +9,7 @@ from cextend._device import DeviceArray
 from cextend._ops import _record as rec
 from cextend._ops import samples as S
 from cextend._ops._operands import require_tensor
+from cextend._ops._layout import empty_like_preserve
 from cextend._ops.registry import method, register
 from cextend.tensor import _wrap
 
@@ -56,12 +57,25 @@ def _to_copy_backward(node, g):
 _ToCopyNode = rec.node_class("ToCopyBackward", _to_copy_backward)
 
 
+def _preserve_format(data, source):
+    """data laid out as torch's .to() copy of source (empty_like with
+    preserve_format: a dense source's strides, else dense in its dim order)."""
+    wanted = empty_like_preserve(source, data.dtype)
+    if wanted.strides == data.strides:
+        return data
+    wanted[...] = data
+    return wanted
+
+
 def to_dtype(x, numpy_dtype, copy=False):
     """x in another dtype (x itself when nothing changes and no copy is asked)."""
     numpy_dtype = np.dtype(numpy_dtype)
     if numpy_dtype == x._data.dtype and not copy:
         return x
-    out = _wrap(quietly(x._data.astype, numpy_dtype))      # inf/NaN to int: C's cast, no warning
+    data = quietly(x._data.astype, numpy_dtype)      # inf/NaN to int: C's cast, no warning
+    if type(data) is np.ndarray and data.ndim > 1 and not x._data.flags.c_contiguous:
+        data = _preserve_format(data, x._data)
+    out = _wrap(data)
     if numpy_dtype.kind == "f" and rec.needs_grad(x):
         node = rec.record(_ToCopyNode, (x,), out)
         node.in_dtype = x._data.dtype
