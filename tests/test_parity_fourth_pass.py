@@ -369,3 +369,58 @@ def test_an_operand_cast_to_the_common_dtype_is_laid_out_as_its_copy(program):
     with np.errstate(divide="ignore"):
         want = reference(e.numpy().astype(np.float64), ie.numpy(), f64.numpy())
     np.testing.assert_array_equal(r.numpy(), want)
+
+
+def test_gather_saves_its_input():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.gather(1, torch.tensor([[0], [1]]))
+    with torch.no_grad():
+        x.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_logit_gradient_under_create_graph_divides_as_it_is():
+    # torch's differentiable formula: g / (x * (1 - x)), so -0.0 gives -inf;
+    # its first-order kernel treats -0.0 as +0.0
+    def grad(create_graph):
+        x = torch.tensor([0.5, -0.0, 0.0, 1.5], requires_grad=True)
+        g, = torch.autograd.grad(x.logit().sum(), [x], create_graph=create_graph)
+        return g.detach().numpy()
+    np.testing.assert_array_equal(grad(True), [4.0, -np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(grad(False), [4.0, np.inf, np.inf, np.nan])
+
+
+def test_out_resized_to_zero_dims_is_writable():
+    out = torch.zeros((0,), dtype=torch.bool)
+    torch.logical_not(torch.tensor(-0.125), out=out)
+    out.fill_(torch.tensor(-0.75))
+    assert out.shape == () and out.item() is True
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3, 4)])
+def test_linear_with_a_strided_bias_is_no_view(shape):
+    # torch 2.13 takes its fused flatten path only with a contiguous bias;
+    # otherwise matmul then add_(bias): the result is no view, and a later
+    # in-place change does not go through CopySlices
+    x = torch.ones(*shape, dtype=torch.float64)
+    w = torch.ones(3, 4, dtype=torch.float64)
+    b = torch.tensor([1.4375], dtype=torch.float64, requires_grad=True)
+    y = F.linear(x, w, b.expand(3))
+    first = y[..., 0]
+    y.add_(torch.tensor([-6, 2, -2]))
+    first.sum().backward()
+    y.sum().backward()          # no saved tensor on the way: a second pass works, as torch's
+    n = int(np.prod(shape[:-1]))
+    assert b.grad.item() == n + 3 * n
+    assert F.linear(x, w, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))._base is not None
+
+
+def test_a_product_with_a_number_orders_size_one_dims_as_tensor_iterator():
+    row = torch.tensor([[1.25], [-1.5], [-1.25]]).T       # (1, 3), strides (1, 1)
+    r = row * 1
+    assert r.stride() == (1, 1)
+    np.testing.assert_array_equal(r.numpy(), [[1.25, -1.5, -1.25]])
+    flat = r.reshape(3)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        flat[None] = r

@@ -190,3 +190,29 @@ def c_strides(shape, itemsize):
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * max(shape[d + 1], 1)
     return tuple(strides)
+
+
+def with_number_layout(result, array):
+    """result of array and a Python number, laid out as torch's: the number
+    is a 0-d operand, so TensorIterator skips its fast setup and lays the
+    output out densely in the dim order of array's strides (size-1 dims
+    included, where numpy keeps other strides)."""
+    if type(result) is not np.ndarray or result.ndim < 2 or result.shape != array.shape:
+        return result
+    if array.flags.c_contiguous and 1 not in array.shape:
+        return result
+    shape = result.shape
+    perm = _dim_order(shape, [array.strides])
+    strides = [0] * len(shape)
+    step = result.itemsize
+    for d in perm:
+        strides[d] = step
+        step *= shape[d]
+    strides = tuple(strides)
+    if result.strides == strides:
+        return result
+    if all(a == b or n == 1 for a, b, n in zip(result.strides, strides, shape)):
+        return restrided(result, strides)
+    laid_out = np.lib.stride_tricks.as_strided(np.empty(result.size, result.dtype), shape, strides)
+    laid_out[...] = result
+    return laid_out

@@ -402,7 +402,8 @@ def write_out(out, array, name, strict=False, cast=False, reads=()):
             _restride_view(out, array.shape, name)
             out._data[...] = array
         else:
-            out._data = (array.astype(out._data.dtype) if type(array) is not DeviceArray
+            # (np.asarray: a numpy scalar result would give a read-only scalar)
+            out._data = (np.asarray(array).astype(out._data.dtype) if type(array) is not DeviceArray
                          else array.astype(out._data.dtype))
     else:
         out._data[...] = array

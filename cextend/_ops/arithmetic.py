@@ -20,7 +20,7 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend._ops import _record as rec
-from cextend._ops._layout import empty_like_preserve, torch_layout
+from cextend._ops._layout import empty_like_preserve, torch_layout, with_number_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
                                     require_tensor)
@@ -73,6 +73,10 @@ class Binary:
             operands = [x for x in arrays if type(x) is np.ndarray]
             if len(operands) == 2 and type(value) is np.ndarray and value.ndim > 1:
                 value = torch_layout(value, [_cast_layout(x._data, rt) for x in (a, b)])
+            elif len(operands) == 1 and type(value) is np.ndarray and value.ndim > 1 and \
+                    not (self.name == "pow" and type(arrays[0]) is not np.ndarray):
+                # (pow(number, Tensor) is contiguous: see _power)
+                value = with_number_layout(value, operands[0])
             return value
         except ValueError:
             shapes = [x._data.shape for x in (a, b) if is_tensor(x)]
@@ -110,8 +114,9 @@ class Binary:
                     raise
                 finally:
                     restore(token)
-                if data.ndim > 1 and type(raw) is np.ndarray and type(value) is np.ndarray:
-                    value = torch_layout(value, (data, raw))
+                if data.ndim > 1 and type(value) is np.ndarray:
+                    value = torch_layout(value, (data, raw)) if type(raw) is np.ndarray \
+                        else with_number_layout(value, data)
                 result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or

@@ -77,7 +77,7 @@ def _refuse_aliased_out(out, dtype, inputs, partial=()):
 
 # -- gather / scatter ---------------------------------------------------------------
 
-def _gather_backward(node, g, index):
+def _gather_backward(node, g, index, self=None):
     zeros = _wrap(np.zeros(node.in_shape, g._data.dtype))
     return scatter_add(zeros, node.dim, index, g), None, None
 
@@ -104,7 +104,9 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     if rec.needs_grad(x):
         node = rec.record(_GatherNode, (x, None, index), t)
         node.dim, node.in_shape = d, x._data.shape
-        node._saved = (SavedTensor(index),)
+        # torch's gather_backward takes self: it is saved, so changing it in
+        # place before backward raises
+        node._saved = (SavedTensor(index), rec.save(x))
     return t
 
 

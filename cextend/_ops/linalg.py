@@ -448,13 +448,20 @@ def linear(input, weight, bias=None):
             node = rec.record(_LinearNode, (x, w, b), result)
             # as torch's addmm: each factor is saved (version-checked, freed
             # after backward) only for the other one's gradient
-            node._saved = (rec.save(_as_torch_saves_input(x, bd, node)) if node.needs(1) else xd,
+            node._saved = (rec.save(_as_torch_saves_input(x, b, node)) if node.needs(1) else xd,
                            rec.save(w) if node.needs(0) else wd)
-    if bd is not None and b._data.ndim == 1 and xd.ndim != 2 and xd.flags.c_contiguous:
+    if bd is not None and _fused_flatten(xd, b._data):
         # torch flattens a contiguous input to 2-D for its fused addmm and
         # views the result back: the result is a view (detach_() refuses it)
         result = result.view(result.shape)
     return result
+
+
+def _fused_flatten(x, bias):
+    """Whether torch 2.13's linear takes its fused path for an input that is
+    not 2-D (_flatten_nd_linear: reshape, addmm, view back): a contiguous
+    input and a contiguous 1-D bias; else it runs matmul, then add_(bias)."""
+    return x.ndim != 2 and bias.ndim == 1 and x.flags.c_contiguous and bias.flags.c_contiguous
 
 
 def _as_torch_saves_input(x, bias, node):
@@ -463,7 +470,7 @@ def _as_torch_saves_input(x, bias, node):
     dims merge (or the fused path's reshape of a contiguous input with a
     bias), else a copy -- which an in-place change to x then does not reach."""
     data = x._data
-    if data.ndim < 3 or (bias is not None and bias.ndim == 1 and data.flags.c_contiguous):
+    if data.ndim < 3 or (bias is not None and _fused_flatten(data, bias._data)):
         return x
     return x if _viewable(data, (-1, data.shape[-1])) else x.clone()
 

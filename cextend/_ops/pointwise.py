@@ -184,9 +184,10 @@ sigmoid = _unary("sigmoid", _sigmoid, lambda n, g, r: g * (1 - r) * r, ("result"
 
 def _logit_backward(node, g, x):
     # torch's kernel: at 0 and 1 exactly, g * inf, whose sign is g's (so -0.0
-    # counts as +0.0 there)
+    # counts as +0.0 there); under create_graph torch's differentiable formula
+    # divides by x * (1 - x) as it is (-0.0 gives -inf)
     eps = node.eps
-    unsigned = x.masked_fill(x == 0, 0.0)
+    unsigned = x if _grad_state.enabled else x.masked_fill(x == 0, 0.0)
     value = g / (unsigned * (1 - unsigned))
     if eps is None:
         return where((x < 0).logical_or(x > 1), float("nan"), value)

@@ -314,7 +314,10 @@ NAN_SIGNS = ("signbit",)
 # layer_norm over a float32 row whose values are all equal: its variance is
 # 0, so 1/sqrt(var + eps) (about 316) amplifies each library's rounding of
 # the mean into gradients of a different noise (1e-4 against 0); the
-# generator keeps such rows out of float32 layer_norm.
+# generator keeps such rows out of float32 layer_norm.  In float64, a value
+# equal to its row's mean normalises to exactly 0 in cextend and to torch's
+# Welford rounding noise (1e-17) in torch, which a later pow or division
+# turns into inf against 4e25: such rows are kept out too.
 CONSTANT_ROWS = ("layer_norm",)
 # layer_norm with an infinite or NaN weight or bias: where a value equals its
 # row's mean, the normalised value is 0 in exact arithmetic; torch's Welford

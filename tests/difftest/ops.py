@@ -248,10 +248,18 @@ VOCABULARY = vocabulary()
 
 
 def _has_constant_row(t, normalized_shape):
-    """A float32 group of layer_norm's input (its last len(normalized_shape)
-    dims) whose values are all equal."""
-    if str(t.dtype) != "torch.float32" or t.dim() == 0:
+    """A group of layer_norm's input (its last len(normalized_shape) dims)
+    whose values are all equal (float32), or holding its own mean (float64)."""
+    if not t.dtype.is_floating_point or t.dim() == 0:
         return False
     dims = len(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else 1
     data = t.detach().numpy().reshape(-1, int(np.prod(t.shape[t.dim() - dims:]) if dims <= t.dim() else 1))
-    return bool(data.size) and data.shape[1] > 1 and bool((data.max(1) == data.min(1)).any())
+    if not data.size or data.shape[1] <= 1:
+        return False
+    if str(t.dtype) != "torch.float32":
+        # a value equal to its group's mean: its normalised value is 0 in
+        # exact arithmetic, rounding noise of torch's Welford mean (1e-17,
+        # which a later pow(-1.5) makes 4e25 against inf)
+        with np.errstate(all="ignore"):
+            return bool((data == data.astype(np.float64).mean(1, keepdims=True)).any())
+    return bool((data.max(1) == data.min(1)).any())
