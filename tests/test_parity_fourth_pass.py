@@ -424,3 +424,40 @@ def test_a_product_with_a_number_orders_size_one_dims_as_tensor_iterator():
     flat = r.reshape(3)
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         flat[None] = r
+
+
+def test_floor_divide_refuses_a_view_of_a_leaf_requiring_grad_as_out():
+    leaf = torch.tensor([[1.5, 2.0, -0.25, 2.5]], requires_grad=True)
+    view = leaf[:, ::2]
+    with pytest.raises(RuntimeError, match="functions with out=... arguments don't support automatic"):
+        torch.floor_divide(view, 1.75, out=view)
+    out = torch.zeros(1, 2)
+    torch.floor_divide(view, 1.75, out=out)        # a fresh out takes the not-implemented history
+    assert out.requires_grad
+    np.testing.assert_array_equal(out.detach().numpy(), np.floor_divide([[1.5, -0.25]], 1.75))
+
+
+def test_unreduced_pointwise_loss_is_laid_out_as_tensor_iterator():
+    # mse_loss(reduction='none') of a transposed input keeps its layout: a
+    # later reshape(-1) copies, so writing into the loss does not reach it
+    x = torch.arange(12.0).reshape(4, 3).T
+    t = torch.ones(3, 4)
+    loss = F.mse_loss(x, t, reduction="none")
+    assert loss.stride() == (1, 3)
+    flat = loss.reshape(-1)
+    loss.data.div_(loss.data + 1)
+    np.testing.assert_array_equal(flat.numpy(), ((np.arange(12.0).reshape(4, 3).T - 1) ** 2).reshape(-1))
+
+
+def test_index_add_saves_source_for_its_own_gradient():
+    def run(source_requires_grad):
+        a = torch.tensor([1.0, 2.0], requires_grad=source_requires_grad)
+        b = torch.zeros(3, requires_grad=True)
+        y = b.index_add(0, torch.tensor([0, 1]), a)
+        with torch.no_grad():
+            a.zero_()
+        y.sum().backward()
+        return b
+    np.testing.assert_array_equal(run(False).grad.numpy(), [1, 1, 1])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(True)

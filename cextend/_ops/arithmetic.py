@@ -138,7 +138,9 @@ class Binary:
             rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
             # torch refuses only a leaf that requires grad as out= (a
             # non-leaf one takes the op's history, as an in-place op)
-            if self.out_keeps_history and out.requires_grad and out.is_leaf and _grad_state.enabled:
+            if self.out_keeps_history and out.requires_grad and _grad_state.enabled and (
+                    out.is_leaf or (out._base is not None and out._base.is_leaf)):
+                # (a view of a leaf that requires grad is refused alike)
                 raise RuntimeError("aten::%s(): functions with out=... arguments don't support automatic "
                                    "differentiation, but one of the arguments requires grad." % self.name)
             written = rec.write_out(out, _as_ndarray(data, ot), self.name)

@@ -283,7 +283,7 @@ def index_select(input, dim, index, *, out=None):
     return t
 
 
-def _index_add_backward(node, g, index):
+def _index_add_backward(node, g, index, source=None):
     grad_source = None
     if node.needs(3):
         grad_source = index_select(g, node.dim, index)
@@ -348,8 +348,8 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     if rec.needs_grad(x, source):
         node = rec.record(_IndexAddNode, (x, None, index, source), t)
         node.dim, node.alpha, node.source_shape = d, alpha, source._data.shape
-        # torch saves the index only for source's gradient
-        node._saved = (SavedTensor(index) if node.needs(3) else None,)
+        # torch saves the index and source (expand_as) only for source's gradient
+        node._saved = (SavedTensor(index), SavedTensor(source)) if node.needs(3) else (None, None)
     return t
 
 

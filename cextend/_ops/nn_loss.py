@@ -12,6 +12,7 @@ import numpy as np
 
 from cextend._ops import _record as rec
 from cextend._ops import nn_samples as S
+from cextend._ops._layout import torch_layout
 from cextend._ops._nn_checks import (cast_error, check_no_grad, check_reduction, functional_call,
                                      host_tensor, reduce_array, reduce_tensor, reduction_arg,
                                      reduction_scale, torch_name, warn_size_mismatch)
@@ -63,6 +64,9 @@ class PointwiseLoss:
         a, b = as_array(x, dt), as_array(t, dt)
         loss = np.asarray(quietly(lambda: self.compute(a, b, *arrays, **params)), dt)
         out = quietly(reduce_array, loss, reduction)
+        if reduction == "none":
+            # laid out as TensorIterator lays out its elementwise kernel's output
+            out = torch_layout(out, [x._data, t._data] + [e._data for e in extra if e is not None])
         if out_dtype is not None and out.dtype != out_dtype:
             out = out.astype(out_dtype)
         result = _wrap(out)
