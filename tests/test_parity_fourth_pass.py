@@ -461,3 +461,20 @@ def test_index_add_saves_source_for_its_own_gradient():
     np.testing.assert_array_equal(run(False).grad.numpy(), [1, 1, 1])
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         run(True)
+
+
+@pytest.mark.parametrize("loss,kw,bound", [("huber_loss", {"delta": 1.0}, 1.0), ("huber_loss", {"delta": 0.5}, 0.5),
+                                           ("smooth_l1_loss", {"beta": 1.0}, 1.0)])
+def test_huber_and_smooth_l1_double_backward_is_zero_at_the_kink(loss, kw, bound):
+    # torch's double backward is grad * (|d| < bound): strictly inside only,
+    # while the first derivative at |d| == bound is still +-bound's slope
+    a = np.array([-2.0, 0.5, 1.0, -1.0, 0.0, 3.0, 0.25])
+    b = np.array([-1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.75])
+    x = torch.tensor(a, requires_grad=True)
+    t = torch.tensor(b)
+    gx, = torch.autograd.grad(getattr(F, loss)(x, t, reduction="none", **kw).sum(), [x], create_graph=True)
+    d = a - b
+    scale = 1.0 / bound if loss == "smooth_l1_loss" else 1.0
+    np.testing.assert_array_equal(gx.detach().numpy(), np.clip(d, -bound, bound) * scale)
+    (gx * torch.tensor(np.arange(7.0))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(np.abs(d) < bound, np.arange(7.0) * scale, 0.0))

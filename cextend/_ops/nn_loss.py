@@ -169,8 +169,8 @@ def _smooth_l1_backward(node, gs, x, t):
     # (the target's gradient is the same kernel with the operands swapped, as
     # torch's: its zero is -0.0 or +0.0 as the incoming gradient's sign)
     beta = node.params["beta"]
-    return (gs * (_kernel_difference(x, t) / beta).clamp(-1.0, 1.0) if node.needs(0) else None,
-            gs * (_kernel_difference(t, x) / beta).clamp(-1.0, 1.0) if node.needs(1) else None)
+    return (gs * _limited(_kernel_difference(x, t) / beta, 1.0) if node.needs(0) else None,
+            gs * _limited(_kernel_difference(t, x) / beta, 1.0) if node.needs(1) else None)
 
 
 _SMOOTH_L1 = PointwiseLoss("smooth_l1_loss", "SmoothL1LossBackward", _smooth_l1_compute,
@@ -199,8 +199,17 @@ def _huber_compute(a, b, delta):
 
 def _huber_backward(node, gs, x, t):
     delta = node.params["delta"]
-    return (gs * _kernel_difference(x, t).clamp(-delta, delta) if node.needs(0) else None,
-            gs * _kernel_difference(t, x).clamp(-delta, delta) if node.needs(1) else None)
+    return (gs * _limited(_kernel_difference(x, t), delta) if node.needs(0) else None,
+            gs * _limited(_kernel_difference(t, x), delta) if node.needs(1) else None)
+
+
+def _limited(diff, bound):
+    """diff clamped to [-bound, bound], as the kernels' values; its own
+    derivative is 1 strictly inside only, as torch's double backward
+    (grad * (|d| < bound)): at |d| == bound exactly it is 0, where a
+    clamp's would pass the gradient."""
+    from cextend._ops.arithmetic import where
+    return where(diff.abs() < bound, diff, diff.clamp(-bound, bound).detach())
 
 
 _HUBER = PointwiseLoss("huber_loss", "HuberLossBackward", _huber_compute, _huber_backward)
