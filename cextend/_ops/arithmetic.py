@@ -115,8 +115,10 @@ class Binary:
                 finally:
                     restore(token)
                 if data.ndim > 1 and type(value) is np.ndarray:
-                    value = torch_layout(value, (data, raw)) if type(raw) is np.ndarray \
-                        else with_number_layout(value, data)
+                    if type(raw) is np.ndarray:
+                        value = torch_layout(value, (data, raw))
+                    elif not data.flags.c_contiguous or 1 in data.shape:
+                        value = with_number_layout(value, data)
                 result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
@@ -958,7 +960,10 @@ def neg(input, *, out=None):
     if out is not None:
         rec.check_out(out, "neg", input)
         return rec.write_out(out, data, "neg", strict="same_dtype")
-    result = _wrap(torch_layout(_as_ndarray(data, input._data.dtype), [input._data]))
+    data = _as_ndarray(data, input._data.dtype)
+    if not input._data.flags.c_contiguous:
+        data = torch_layout(data, [input._data])
+    result = _wrap(data)
     if rec.needs_grad(input):
         rec.record(_NegNode, (input,), result)
     return result

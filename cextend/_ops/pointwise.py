@@ -59,7 +59,7 @@ class Unary:
             data = np.asarray(data, dt)
         elif data.dtype != dt:
             data = data.astype(dt)
-        if type(data) is np.ndarray and data.ndim > 1:
+        if type(data) is np.ndarray and data.ndim > 1 and not x._data.flags.c_contiguous:
             data = torch_layout(data, [x._data])     # TensorIterator's order for an expanded or sliced input
         return data
 

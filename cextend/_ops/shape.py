@@ -70,7 +70,8 @@ def _no_copy_reshape(data, shape):
     if type(data) is DeviceArray:
         return data.reshape(shape)
     view = _numpy_view_reshape(data, shape)
-    if view is not None and 1 in view.shape:
+    # (an exactly C-strided source gives C strides, as torch's computeStride)
+    if view is not None and 1 in view.shape and not (data.flags.c_contiguous and 1 not in data.shape):
         strides = compute_stride(data.shape, data.strides, view.shape, data.itemsize)
         if strides is not None:     # (numpy made the view: torch can too)
             view = restrided(view, strides)
@@ -289,11 +290,13 @@ register("movedim", movedim, aliases=("moveaxis",),
 def unsqueeze(input, dim):
     x = require_tensor(input, "unsqueeze")
     d = _dim(dim, x._data.ndim + 1)
-    # torch keeps every stride and gives the new dim unsqueeze's (numpy may
-    # pick others for size-1 dims)
-    strides = list(x._data.strides)
-    strides.insert(d, unsqueeze_stride(x._data, d))
-    data = restrided(np.expand_dims(x._data, d), strides)
+    data = np.expand_dims(x._data, d)
+    if not (x._data.flags.c_contiguous and 1 not in x._data.shape):
+        # torch keeps every stride and gives the new dim unsqueeze's (numpy may
+        # pick others for size-1 dims; for exact C strides it picks the same)
+        strides = list(x._data.strides)
+        strides.insert(d, unsqueeze_stride(x._data, d))
+        data = restrided(data, strides)
     return _view(x, data, lambda t: t.unsqueeze(d), _UnsqueezeNode, in_shape=x._data.shape)
 
 
