@@ -594,7 +594,7 @@ register("count_nonzero", count_nonzero, gradcheck=False, family="indexing", int
                                    Sample(np.round(rng.standard_normal((3, 4))), 1)]))
 
 
-def _take_backward(node, g, index):
+def _take_backward(node, g, index, self=None):
     zeros = _wrap(np.zeros(node.in_shape, g._data.dtype))
     return _put(zeros, index, g, True), None
 
@@ -619,7 +619,9 @@ def take(input, index, *, out=None):
     if rec.needs_grad(x):
         node = rec.record(_TakeNode, (x, None), t)
         node.in_shape = x._data.shape
-        node._saved = (SavedTensor(index),)
+        # torch's take_backward takes self: saved, so an in-place change of
+        # it before backward raises
+        node._saved = (SavedTensor(index), rec.save(x))
     return t
 
 
