@@ -476,8 +476,16 @@ def inplace_via(function, expanded_ok=False):
                                % (list(self._data.shape), list(result._data.shape)))
         if expanded_ok:
             from cextend._ops.indexing import copy_into
-            return copy_into(self, result, expanded_ok=True)
-        return self.copy_(result)
+            done = copy_into(self, result, expanded_ok=True)
+        else:
+            done = self.copy_(result)
+        node = self._grad_fn
+        if result._grad_fn is not None and node is not None:
+            from cextend.autograd.views import CopySlices
+            copy_node = node.fn if type(node) is CopySlices else node
+            if copy_node is not None:
+                copy_node._fused = result._grad_fn
+        return done
     return inplace
 
 

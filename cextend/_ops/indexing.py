@@ -216,7 +216,11 @@ method("__getitem__", getitem)
 # -- writing ----------------------------------------------------------------------------
 
 def _copy_backward(node, g):
-    return (rec.zeros_grad(g) if node.needs(0) else None), (g if node.needs(1) else None)
+    # standing for x.op_() (rec.inplace_via), the old x gets its gradient
+    # through op's node alone, as from torch's one node: no zeros added in
+    # (0 + -0.0 would lose the sign torch's gradient keeps)
+    overwritten = rec.zeros_grad(g) if node.needs(0) and node._fused is None else None
+    return overwritten, (g if node.needs(1) else None)
 
 
 _CopyNode = rec.node_class("CopyBackwards", _copy_backward)

@@ -243,12 +243,19 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # a builtin node only unpacks its saved tensors (checking
                 # their versions) and computes nothing, so a derivative torch
                 # lacks does not raise; a custom Function's backward runs
+                # x.op_() recorded as x.copy_(op(x)): torch's one node is
+                # op's, so its saved tensors are read and freed here too
+                fused = getattr(getattr(node, "fn", node), "_fused", None)
                 if node.computes_unwanted_outputs:
                     _run(node, grads)
                 else:
                     node._unpack_saved()
                 if not retain_graph:
                     node._release()
+                if fused is not None:
+                    fused._unpack_saved()
+                    if not retain_graph:
+                        fused._release()
             for child, _ in edges:
                 if child is not None:
                     left = dependencies.get(child)

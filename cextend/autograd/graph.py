@@ -60,6 +60,7 @@ class Node:
     _tensor_hooks = None    # output_nr -> hooks registered with Tensor.register_hook
     _pre_hooks = None       # Node.register_prehook: fn(grad_outputs) -> None or new grads
     _post_hooks = None      # Node.register_hook: fn(grad_inputs, grad_outputs) -> None or new
+    _fused = None           # a copy_ standing for x.op_(): the node of op(x) it copied
 
     def __init__(self):
         self._seq = next(_sequence)
