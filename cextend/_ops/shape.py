@@ -364,10 +364,26 @@ def _broadcast_view(data, shape):
         if data.shape != tuple(shape):
             _device_only("expand")
         return data
+    return np.lib.stride_tricks.as_strided(data, shape, expand_strides(data, shape),
+                                           writeable=data.flags.writeable)
+
+
+def expand_strides(data, shape):
+    """torch's inferExpandGeometry: a broadcast dim gets stride 0, and a new
+    leading dim of size 1 the stride that lays it out just above the next
+    (x.expand(1, 1, 3) is (3, 3, 1), which its overlap checks compare)."""
     lead = len(shape) - data.ndim
-    strides = (0,) * lead + tuple(0 if s == 1 and t != 1 else st
-                                  for s, t, st in zip(data.shape, shape[lead:], data.strides))
-    return np.lib.stride_tricks.as_strided(data, shape, strides, writeable=data.flags.writeable)
+    strides = [0] * len(shape)
+    above = 0           # size * stride of the dim after i (none after a 0-d tensor's last)
+    for i in range(len(shape) - 1, -1, -1):
+        d = i - lead
+        if d >= 0:
+            stride = 0 if data.shape[d] == 1 and shape[i] != 1 else data.strides[d]
+        else:
+            stride = 0 if shape[i] != 1 else above
+        strides[i] = stride
+        above = shape[i] * stride
+    return tuple(strides)
 
 
 def expand(self, *sizes):
