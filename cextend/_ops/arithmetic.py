@@ -230,11 +230,7 @@ def check_broadcasts_into(a, b):
     other_shape = b._data.shape if is_tensor(b) else ()
     if other_shape == shape or not other_shape:
         return
-    try:
-        result = np.broadcast_shapes(shape, other_shape)
-    except ValueError:
-        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
-                           "non-singleton dimension" % (list(shape), list(other_shape))) from None
+    result = broadcast_shapes(shape, other_shape)
     if result != shape:
         raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
                            % (list(shape), list(result)))
@@ -347,7 +343,7 @@ def _integer_division_check(a, b, rt, op="div_floor_cpu"):
     if rt.kind in "iu":
         a_shape = a._data.shape if is_tensor(a) else ()
         b_shape = b._data.shape if is_tensor(b) else ()
-        if 0 in np.broadcast_shapes(a_shape, b_shape):
+        if 0 in broadcast_shapes(a_shape, b_shape):
             return          # nothing is divided
         zero = (b._data == 0).any() if is_tensor(b) else b == 0
         if zero:

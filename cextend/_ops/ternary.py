@@ -5,7 +5,7 @@ import numpy as np
 from cextend._fpe import quietly
 from cextend._ops import _record as rec
 from cextend._ops._layout import torch_layout
-from cextend._ops._operands import as_array, is_tensor, operand, require_operand, require_tensor
+from cextend._ops._operands import as_array, broadcast_shapes, is_tensor, operand, require_operand, require_tensor
 from cextend._ops.arithmetic import check_broadcasts_into
 from cextend._ops.registry import Sample, register
 from cextend._promotion import result_type
@@ -78,6 +78,7 @@ def _lerp(start, end, weight, inplace=False):
         from cextend._promotion import _torch_name
         raise NotImplementedError("\"lerp_kernel_scalar\" not implemented for '%s'" % _torch_name(a._data.dtype))
     dt = result_type(a, b, w)
+    broadcast_shapes(a._data.shape, b._data.shape, w._data.shape if is_tensor(w) else ())
     if inplace:
         check_broadcasts_into(a, b)
         if is_tensor(w):
@@ -159,13 +160,14 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
     t1 = require_tensor(tensor1, name, "tensor1")
     t2 = require_tensor(tensor2, name, "tensor2")
     dt = result_type(x, t1, t2)
-    if dt.kind in "iub" and isinstance(value, float):
-        value = int(value)      # torch casts value to the integer type first
+    broadcast_shapes(x._data.shape, t1._data.shape, t2._data.shape)
     if name == "addcmul" and dt.kind == "b":
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     if name == "addcdiv" and t1._data.dtype.kind in "iub" and t2._data.dtype.kind in "iub":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2.")
+    if dt.kind in "iu" and isinstance(value, float):
+        value = _integer_value(value, dt)      # torch casts value to the integer type first
 
     def compute():
         v = np.asarray(value, dt) if dt.kind == "f" else value
@@ -191,6 +193,15 @@ def _addc(name, node_cls, combine, input, tensor1, tensor2, value, inplace=False
         node.value = value
         node._saved = _addc_saved(node, name, t1, t2)
     return result
+
+
+def _integer_value(value, dtype):
+    info = np.iinfo(dtype)
+    if not (np.isfinite(value) and info.min <= int(value) <= info.max):
+        raise RuntimeError("value cannot be converted to type %s without overflow"
+                           % {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
+                              "uint8": "uint8_t"}.get(dtype.name, dtype.name))
+    return int(value)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
