@@ -1,12 +1,26 @@
 """Argument checks for the kernel API, in plain numpy.
 
 Every check names the argument and says what was expected, so a misuse
-surfaces as a clear TypeError/ValueError in Python long before C sees it.
+surfaces as a clear TypeError/ValueError in Python (the dtype and
+value ones also RuntimeErrors, as torch raises them) long before C sees it.
 (C re-checks pointers and sizes as a last line of defence.)
 """
 import numbers
 
 import numpy as np
+
+
+
+class ArgumentError(ValueError, RuntimeError):
+    """A bad size, shape or setting: a ValueError by Python's convention and
+    a RuntimeError as torch raises it, so code written for torch (`except
+    RuntimeError`) catches it too."""
+
+
+class DtypeError(TypeError, RuntimeError):
+    """A tensor of a dtype the kernel does not take: a TypeError, and a
+    RuntimeError as torch's (NotImplementedError, "expected scalar type")."""
+
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 INDEX_DTYPE = np.dtype(np.int64)
@@ -31,14 +45,14 @@ def float_dtype(**operands):
             continue
         dtype = array(arr, name).dtype
         if dtype.byteorder not in ("=", "|") and not dtype.isnative:
-            raise TypeError("%s must be in native byte order, got dtype '%s'; convert it with "
+            raise DtypeError("%s must be in native byte order, got dtype '%s'; convert it with "
                             "%s.astype(%s.dtype.newbyteorder('='))" % (name, dtype.str, name, name))
         if dtype not in FLOAT_DTYPES:
-            raise TypeError("%s must be float32 or float64, got %s" % (name, dtype))
+            raise DtypeError("%s must be float32 or float64, got %s" % (name, dtype))
         if first_dtype is None:
             first_name, first_dtype = name, dtype
         elif dtype != first_dtype:
-            raise TypeError("%s is %s but %s is %s: all operands must share one dtype"
+            raise DtypeError("%s is %s but %s is %s: all operands must share one dtype"
                             % (name, dtype, first_name, first_dtype))
     return first_dtype
 
@@ -47,26 +61,26 @@ def index_array(value, name):
     """An int64 array in native byte order (argmax indices)."""
     array(value, name)
     if value.dtype != INDEX_DTYPE:
-        raise TypeError("%s must be int64, got %s" % (name, value.dtype))
+        raise DtypeError("%s must be int64, got %s" % (name, value.dtype))
     return value
 
 
 def ndim(arr, name, expected, shape_hint):
     """arr has exactly `expected` dimensions; shape_hint names them, e.g. '(M, K)'."""
     if arr.ndim != expected:
-        raise ValueError("%s must be %d-D %s, got shape %s" % (name, expected, shape_hint, arr.shape))
+        raise ArgumentError("%s must be %d-D %s, got shape %s" % (name, expected, shape_hint, arr.shape))
 
 
 def min_ndim(arr, name, minimum, shape_hint):
     if arr.ndim < minimum:
-        raise ValueError("%s must have at least %d dimension(s) %s, got shape %s"
+        raise ArgumentError("%s must have at least %d dimension(s) %s, got shape %s"
                          % (name, minimum, shape_hint, arr.shape))
 
 
 def shape(arr, name, expected, what):
     """arr.shape == expected; `what` says where the expectation comes from."""
     if arr.shape != tuple(expected):
-        raise ValueError("%s must have shape %s (%s), got %s" % (name, tuple(expected), what, arr.shape))
+        raise ArgumentError("%s must have shape %s (%s), got %s" % (name, tuple(expected), what, arr.shape))
 
 
 def real_scalar(value, name):
@@ -82,15 +96,15 @@ def output(out, name, expected_shape, dtype):
         return np.empty(expected_shape, dtype=dtype)
     array(out, name)
     if out.dtype != dtype:
-        raise TypeError("%s must have dtype %s, got %s" % (name, dtype, out.dtype))
+        raise DtypeError("%s must have dtype %s, got %s" % (name, dtype, out.dtype))
     if out.shape != tuple(expected_shape):
-        raise ValueError("%s must have shape %s, got %s" % (name, tuple(expected_shape), out.shape))
+        raise ArgumentError("%s must have shape %s, got %s" % (name, tuple(expected_shape), out.shape))
     if not out.flags.writeable:
-        raise ValueError("%s is read-only" % name)
+        raise ArgumentError("%s is read-only" % name)
     if not out.flags.c_contiguous:
-        raise ValueError("%s must be C-contiguous" % name)
+        raise ArgumentError("%s must be C-contiguous" % name)
     if not out.flags.aligned:
-        raise ValueError("%s must be aligned to its dtype (%d bytes)" % (name, dtype.itemsize))
+        raise ArgumentError("%s must be aligned to its dtype (%d bytes)" % (name, dtype.itemsize))
     return out
 
 

@@ -7,6 +7,8 @@ argument and says what was expected; values torch rejects are rejected.
 """
 import numbers
 
+from cextend._checks import ArgumentError
+
 _INT_TYPES = (numbers.Integral,)
 
 
@@ -24,7 +26,7 @@ def pair(value, name, allow_single=True):
         if len(value) == 1 and allow_single:
             v = _int(value[0], name)
             return v, v
-        raise ValueError("%s must be an int or a tuple of 2 ints, got %r" % (name, tuple(value)))
+        raise ArgumentError("%s must be an int or a tuple of 2 ints, got %r" % (name, tuple(value)))
     v = _int(value, name)
     return v, v
 
@@ -33,7 +35,7 @@ def single(value, name):
     """An int from an int or a 1-sequence (the 1-D forms)."""
     if isinstance(value, (tuple, list)):
         if len(value) != 1:
-            raise ValueError("%s must be an int or a tuple of 1 int, got %r" % (name, tuple(value)))
+            raise ArgumentError("%s must be an int or a tuple of 1 int, got %r" % (name, tuple(value)))
         return _int(value[0], name)
     return _int(value, name)
 
@@ -65,11 +67,11 @@ def _conv_params(stride, padding, dilation, groups):
         raise TypeError("groups must be an int, got %s" % type(groups).__name__)
     groups = int(groups)
     if groups <= 0:
-        raise ValueError("non-positive groups is not supported, got groups=%d" % groups)
+        raise ArgumentError("non-positive groups is not supported, got groups=%d" % groups)
     if min(stride) <= 0:
-        raise ValueError("non-positive stride is not supported, got stride=%s" % (stride,))
+        raise ArgumentError("non-positive stride is not supported, got stride=%s" % (stride,))
     if min(dilation) <= 0:
-        raise ValueError("dilation should be greater than zero, got dilation=%s" % (dilation,))
+        raise ArgumentError("dilation should be greater than zero, got dilation=%s" % (dilation,))
     return stride, dilation, groups
 
 
@@ -78,22 +80,22 @@ def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, 
     output shape).  padding is an int, a pair, 'valid' or 'same'."""
     stride, dilation, groups = _conv_params(stride, padding, dilation, groups)
     if len(x_shape) != 4:
-        raise ValueError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
+        raise ArgumentError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
     if len(w_shape) != 4:
-        raise ValueError("weight must be 4-D (C_out, C_in/groups, kH, kW), got shape %s" % (tuple(w_shape),))
+        raise ArgumentError("weight must be 4-D (C_out, C_in/groups, kH, kW), got shape %s" % (tuple(w_shape),))
     n, c_in, h, w = x_shape
     c_out, cig, kh, kw = w_shape
     if c_out < groups or c_out % groups:
-        raise ValueError("Given groups=%d, expected weight to be at least %d and divisible by %d at "
+        raise ArgumentError("Given groups=%d, expected weight to be at least %d and divisible by %d at "
                          "dimension 0, but got weight of size %s instead" % (groups, groups, groups, _fmt(w_shape)))
     if cig * groups != c_in:
-        raise ValueError("Given groups=%d, weight of size %s, expected input%s to have %d channels, but got "
+        raise ArgumentError("Given groups=%d, weight of size %s, expected input%s to have %d channels, but got "
                          "%d channels instead" % (groups, _fmt(w_shape), _fmt(x_shape), cig * groups, c_in))
     if kh <= 0 or kw <= 0:
-        raise ValueError("kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d"
+        raise ArgumentError("kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d"
                          % (kh, kw))
     if b_shape is not None and tuple(b_shape) != (c_out,):
-        raise ValueError("Given weight of size %s, expected bias to be 1-dimensional with %d elements, but "
+        raise ArgumentError("Given weight of size %s, expected bias to be 1-dimensional with %d elements, but "
                          "got bias of size %s instead" % (_fmt(w_shape), c_out, _fmt(b_shape)))
     span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
     if isinstance(padding, str):
@@ -101,19 +103,19 @@ def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, 
             pad, out = (0, 0), None
         elif padding == "same":
             if stride != (1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise ArgumentError("padding='same' is not supported for strided convolutions")
             # torch pads total = span - 1, the extra one (even spans) after.
             pad, out = ((span[0] - 1) // 2, (span[1] - 1) // 2), (h, w)
         else:
-            raise ValueError("Invalid padding string %r, should be one of {'valid', 'same'}" % padding)
+            raise ArgumentError("Invalid padding string %r, should be one of {'valid', 'same'}" % padding)
     else:
         pad, out = pair(padding, "padding"), None
         if min(pad) < 0:
-            raise ValueError("negative padding is not supported, got padding=%s" % (pad,))
+            raise ArgumentError("negative padding is not supported, got padding=%s" % (pad,))
     if out is None:
         padded = (h + 2 * pad[0], w + 2 * pad[1])
         if padded[0] < span[0] or padded[1] < span[1]:
-            raise ValueError("Calculated padded input size per channel: (%d x %d). Kernel size: (%d x %d). "
+            raise ArgumentError("Calculated padded input size per channel: (%d x %d). Kernel size: (%d x %d). "
                              "Kernel size can't be greater than actual input size"
                              % (padded[0], padded[1], span[0], span[1]))
         out = ((padded[0] - span[0]) // stride[0] + 1, (padded[1] - span[1]) // stride[1] + 1)
@@ -129,38 +131,38 @@ def conv_transpose2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, ou
     padding = pair(padding, "padding")
     output_padding = pair(output_padding, "output_padding")
     if min(padding) < 0:
-        raise ValueError("negative padding is not supported, got padding=%s" % (padding,))
+        raise ArgumentError("negative padding is not supported, got padding=%s" % (padding,))
     if min(output_padding) < 0:
-        raise ValueError("negative output_padding is not supported, got output_padding=%s" % (output_padding,))
+        raise ArgumentError("negative output_padding is not supported, got output_padding=%s" % (output_padding,))
     if len(x_shape) != 4:
-        raise ValueError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
+        raise ArgumentError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
     if len(w_shape) != 4:
-        raise ValueError("weight must be 4-D (C_in, C_out/groups, kH, kW), got shape %s" % (tuple(w_shape),))
+        raise ArgumentError("weight must be 4-D (C_in, C_out/groups, kH, kW), got shape %s" % (tuple(w_shape),))
     n, c_in, h, w = x_shape
     w_in, cog, kh, kw = w_shape
     if w_in != c_in:
-        raise ValueError("Given transposed=1, weight of size %s, expected input%s to have %d channels, but "
+        raise ArgumentError("Given transposed=1, weight of size %s, expected input%s to have %d channels, but "
                          "got %d channels instead" % (_fmt(w_shape), _fmt(x_shape), w_in, c_in))
     if c_in % groups:
-        raise ValueError("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got "
+        raise ArgumentError("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got "
                          "weight of size %s instead" % (groups, groups, _fmt(w_shape)))
     if kh <= 0 or kw <= 0:
-        raise ValueError("kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d"
+        raise ArgumentError("kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d"
                          % (kh, kw))
     for i in range(2):
         if output_padding[i] >= stride[i] and output_padding[i] >= dilation[i]:
-            raise ValueError("output padding must be smaller than either stride or dilation, but got "
+            raise ArgumentError("output padding must be smaller than either stride or dilation, but got "
                              "output_padding_height: %d output_padding_width: %d stride_height: %d "
                              "stride_width: %d dilation_height: %d dilation_width: %d"
                              % (output_padding + stride + dilation))
     c_out = cog * groups
     if b_shape is not None and tuple(b_shape) != (c_out,):
-        raise ValueError("Given transposed=1, weight of size %s, expected bias to be 1-dimensional with %d "
+        raise ArgumentError("Given transposed=1, weight of size %s, expected bias to be 1-dimensional with %d "
                          "elements, but got bias of size %s instead" % (_fmt(w_shape), c_out, _fmt(b_shape)))
     out = tuple((size - 1) * s - 2 * p + d * (k - 1) + op + 1
                 for size, s, p, d, k, op in zip((h, w), stride, padding, dilation, (kh, kw), output_padding))
     if min(out) <= 0:
-        raise ValueError("Given input size per channel: (%d x %d). Calculated output size per channel: "
+        raise ArgumentError("Given input size per channel: (%d x %d). Calculated output size per channel: "
                          "(%d x %d). Output size is too small" % ((h, w) + out))
     # The conv2d whose input gradient this is maps out -> (h, w).
     geometry = ConvGeometry(stride, padding, dilation, groups, out, (h, w))
@@ -181,7 +183,7 @@ def pool_output_size(size, kernel, stride, pad, dilation, ceil_mode):
 
 def _pool_input(x_shape, op):
     if len(x_shape) != 4 or any(d == 0 for d in x_shape[1:]):
-        raise ValueError("%s: expected a 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
+        raise ArgumentError("%s: expected a 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
                          "got shape %s" % (op, tuple(x_shape)))
 
 
@@ -193,23 +195,23 @@ def pool2d_window(x_shape, kernel_size, stride, padding, dilation, ceil_mode, op
     padding = pair(padding, "padding")
     dilation = pair(dilation, "dilation")
     if min(kernel) <= 0:
-        raise ValueError("kernel size should be greater than zero, but got kH: %d kW: %d" % kernel)
+        raise ArgumentError("kernel size should be greater than zero, but got kH: %d kW: %d" % kernel)
     if min(stride) <= 0:
-        raise ValueError("stride should be greater than zero, but got dH: %d dW: %d" % stride)
+        raise ArgumentError("stride should be greater than zero, but got dH: %d dW: %d" % stride)
     if min(dilation) <= 0:
-        raise ValueError("dilation should be greater than zero, but got dilationH: %d dilationW: %d" % dilation)
+        raise ArgumentError("dilation should be greater than zero, but got dilationH: %d dilationW: %d" % dilation)
     if min(padding) < 0:
-        raise ValueError("pad must be non-negative, but got pad: %s" % (padding,))
+        raise ArgumentError("pad must be non-negative, but got pad: %s" % (padding,))
     for p, k, d in zip(padding, kernel, dilation):
         if p > k // 2:
-            raise ValueError("pad should be at most half of effective kernel size, but got pad=%d, "
+            raise ArgumentError("pad should be at most half of effective kernel size, but got pad=%d, "
                              "kernel_size=%d and dilation=%d" % (p, k, d))
     _pool_input(x_shape, op)
     n, c, h, w = x_shape
     out = tuple(pool_output_size(size, k, s, p, d, ceil_mode)
                 for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation))
     if min(out) < 1:
-        raise ValueError("Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). Output size is "
+        raise ArgumentError("Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). Output size is "
                          "too small" % (c, h, w, c, out[0], out[1]))
     return (kernel, stride, padding, dilation), (n, c) + out
 
@@ -221,20 +223,20 @@ def divisor(divisor_override):
     if isinstance(divisor_override, bool) or not isinstance(divisor_override, _INT_TYPES):
         raise TypeError("divisor_override must be an int or None, got %s" % type(divisor_override).__name__)
     if divisor_override == 0:
-        raise ValueError("divisor must be not zero")
+        raise ArgumentError("divisor must be not zero")
     if divisor_override < 0:
-        raise ValueError("divisor_override must be positive, got %d" % divisor_override)
+        raise ArgumentError("divisor_override must be positive, got %d" % divisor_override)
     return int(divisor_override)
 
 
 def adaptive_output_shape(x_shape, output_size):
     """(N, C, oh, ow) for adaptive pooling; None in output_size keeps that input size."""
     if len(x_shape) != 4 or any(d == 0 for d in x_shape[1:]):
-        raise ValueError("adaptive_avg_pool2d(): Expected 4-D (N, C, H, W) input with non-zero size for "
+        raise ArgumentError("adaptive_avg_pool2d(): Expected 4-D (N, C, H, W) input with non-zero size for "
                          "non-batch dimensions, but input has sizes %s" % (_fmt(x_shape),))
     if isinstance(output_size, (tuple, list)):
         if len(output_size) != 2:
-            raise ValueError("output_size must be an int or a pair, got %r" % (tuple(output_size),))
+            raise ArgumentError("output_size must be an int or a pair, got %r" % (tuple(output_size),))
         sizes = tuple(x_shape[2 + i] if s is None else _int(s, "output_size") for i, s in enumerate(output_size))
     elif output_size is None:
         sizes = tuple(x_shape[2:])
@@ -242,6 +244,6 @@ def adaptive_output_shape(x_shape, output_size):
         size = _int(output_size, "output_size")
         sizes = (size, size)
     if min(sizes) < 0:
-        raise ValueError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+        raise ArgumentError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                          "received %s" % (sizes,))
     return tuple(x_shape[:2]) + sizes

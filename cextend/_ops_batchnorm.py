@@ -27,16 +27,16 @@ def _per_channel(arr, name, c, dtype, writable=False):
         return None
     _checks.array(arr, name)
     if arr.shape != (c,):
-        raise ValueError("%s should contain %d elements (one per channel of x), got shape %s"
+        raise _checks.ArgumentError("%s should contain %d elements (one per channel of x), got shape %s"
                          % (name, c, arr.shape))
     if arr.dtype != dtype:
-        raise TypeError("%s must have dtype %s (x's), got %s" % (name, dtype, arr.dtype))
+        raise _checks.DtypeError("%s must have dtype %s (x's), got %s" % (name, dtype, arr.dtype))
     if writable:
         # Updated in place: the caller's own array must be writable as is.
         if not arr.flags.writeable:
-            raise ValueError("%s is read-only but training updates it in place" % name)
+            raise _checks.ArgumentError("%s is read-only but training updates it in place" % name)
         if not (arr.flags.c_contiguous and arr.flags.aligned):
-            raise ValueError("%s must be contiguous and aligned: training updates it in place" % name)
+            raise _checks.ArgumentError("%s must be contiguous and aligned: training updates it in place" % name)
         return arr
     # The kernel reads per-channel values one after another: a strided or
     # expanded (stride-0) array is copied into one contiguous block first.
@@ -64,9 +64,9 @@ def batch_norm_forward(x, running_mean=None, running_var=None, w=None, b=None, *
     w = _per_channel(w, "w", c, dtype)
     b = _per_channel(b, "b", c, dtype)
     if not training and (running_mean is None or running_var is None):
-        raise ValueError("running_mean and running_var must be given in evaluation mode (training=False)")
+        raise _checks.ArgumentError("running_mean and running_var must be given in evaluation mode (training=False)")
     if training and x3.shape[0] * x3.shape[2] == 1:
-        raise ValueError("Expected more than 1 value per channel when training, got input size %s"
+        raise _checks.ArgumentError("Expected more than 1 value per channel when training, got input size %s"
                          % (list(x.shape),))
     y = np.empty(x3.shape, dtype)
     save_mean = np.empty(c, dtype)
@@ -90,7 +90,7 @@ def batch_norm_backward(grad_out, x, w, save_mean, save_invstd, *, training, inp
     save_mean = _per_channel(save_mean, "save_mean", c, dtype)
     save_invstd = _per_channel(save_invstd, "save_invstd", c, dtype)
     if save_mean is None or save_invstd is None:
-        raise ValueError("save_mean and save_invstd (from batch_norm_forward) are required")
+        raise _checks.ArgumentError("save_mean and save_invstd (from batch_norm_forward) are required")
     dx = np.empty(x3.shape, dtype) if input else None
     dw = np.empty(c, dtype) if weight else None
     db = np.empty(c, dtype) if bias else None

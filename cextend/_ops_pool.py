@@ -21,7 +21,7 @@ def _input(x, name="x"):
 def _x_shape(x_shape):
     shape = tuple(int(d) for d in x_shape)
     if len(shape) != 4:
-        raise ValueError("x_shape must be 4-D (N, C, H, W), got %s" % (shape,))
+        raise _checks.ArgumentError("x_shape must be 4-D (N, C, H, W), got %s" % (shape,))
     return shape
 
 
@@ -52,7 +52,7 @@ def max_pool2d_backward(grad_out, indices, x_shape):
     x_shape = _x_shape(x_shape)
     _checks.index_array(indices, "indices")
     if indices.ndim != 4 or indices.shape[:2] != x_shape[:2]:
-        raise ValueError("indices must have shape (N, C, H_out, W_out) with (N, C) = %s, got %s"
+        raise _checks.ArgumentError("indices must have shape (N, C, H_out, W_out) with (N, C) = %s, got %s"
                          % (x_shape[:2], indices.shape))
     dtype = _grad(grad_out, indices.shape, "indices.shape")
     dx = np.empty(x_shape, dtype)
@@ -111,7 +111,7 @@ def adaptive_avg_pool2d_backward(grad_out, x_shape):
     x_shape = _x_shape(x_shape)
     _checks.array(grad_out, "grad_out")
     if grad_out.ndim != 4 or grad_out.shape[:2] != x_shape[:2]:
-        raise ValueError("grad_out must have shape (N, C, H_out, W_out) with (N, C) = %s, got %s"
+        raise _checks.ArgumentError("grad_out must have shape (N, C, H_out, W_out) with (N, C) = %s, got %s"
                          % (x_shape[:2], grad_out.shape))
     adaptive_output_shape(x_shape, grad_out.shape[2:])
     dtype = _checks.float_dtype(grad_out=grad_out)

@@ -153,3 +153,73 @@ def test_copy_onto_the_same_memory_in_the_same_layout_is_skipped(requires_grad):
     x[...] = x
     x.copy_(x)
     np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+# -- errors torch raises as RuntimeError are caught by `except RuntimeError` here too --------------
+
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize("call, python_class", [
+    (lambda: F.conv2d(torch.zeros(1, 4, 5, 4), torch.zeros(2, 2, 3, 2)), ValueError),
+    (lambda: F.conv2d(torch.zeros(1, 4, 5, 4), torch.zeros(2, 2, 3, 2), groups=3), ValueError),
+    (lambda: F.conv_transpose2d(torch.zeros(1, 2, 4, 4), torch.zeros(2, 2, 3, 3), stride=1, padding=1,
+                                output_padding=1), ValueError),
+    (lambda: F.max_pool2d(torch.zeros(1, 1, 4, 4), 2, stride=0), ValueError),
+    (lambda: F.avg_pool2d(torch.zeros(1, 1, 6, 6), 3, stride=2, padding=2), ValueError),
+    (lambda: F.batch_norm(torch.zeros(3, 2, dtype=torch.int64), torch.zeros(2), torch.ones(2)), TypeError),
+    (lambda: F.batch_norm(torch.zeros(3, 2), torch.zeros(2, dtype=torch.float64), torch.ones(2)), TypeError),
+    (lambda: F.batch_norm(torch.zeros(3, 2), None, None, torch.ones(2, dtype=torch.int64), training=True),
+     TypeError),
+])
+def test_kernel_argument_errors_are_runtime_errors_as_in_torch(call, python_class):
+    with pytest.raises(RuntimeError) as caught:
+        call()
+    assert isinstance(caught.value, python_class)     # and what Python's convention names them
+
+
+def test_kernel_api_argument_errors_stay_value_and_type_errors():
+    from cextend import ops
+    with pytest.raises(ValueError, match="x must be 4-D"):
+        ops.conv2d_forward(np.zeros((2, 3)), np.zeros((1, 1, 1, 1)))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        ops.conv2d_forward(np.zeros((1, 1, 2, 2), np.int64), np.zeros((1, 1, 1, 1), np.int64))
+
+
+BROADCAST = r"The size of tensor a \(4\) must match the size of tensor b \(7\) at non-singleton dimension 0"
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, b: a % b, lambda a, b: a // b, lambda a, b: torch.fmod(a, b),
+    lambda a, b: torch.lerp(a.float(), b.float(), 0.5), lambda a, b: torch.addcmul(a, a, b),
+    lambda a, b: torch.addcdiv(a.float(), a, b.float()), lambda a, b: a.remainder_(b)])
+def test_integer_ops_that_do_not_broadcast_say_so_as_torch(call):
+    # torch's message names the sizes and the dim (numpy's "shape mismatch" did not)
+    a = torch.ones(4, dtype=torch.int64)
+    b = torch.ones(7, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=BROADCAST):
+        call(a, b)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1e30])
+def test_addcmul_of_integers_refuses_a_value_that_has_no_integer(value):
+    a = torch.ones(3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int64_t without overflow"):
+        torch.addcmul(a, a, a, value=value)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
+        torch.addcdiv(a, a, a, value=value)
+
+
+@pytest.mark.parametrize("dtype, value, want", [
+    ("int64", 2.5, [3, 3, 3]), ("int64", -3.0, [-2, -2, -2]), ("int32", 300.0, [301, 301, 301]),
+    ("uint8", 2.9, [3, 3, 3])])
+def test_addcmul_of_integers_truncates_a_float_value_first(dtype, value, want):
+    a = torch.ones(3, dtype=getattr(torch, dtype))
+    assert torch.addcmul(a, a, a, value=value).tolist() == want
+
+
+def test_addcmul_of_uint8_refuses_a_value_out_of_its_range():
+    a = torch.ones(3, dtype=torch.uint8)
+    for value in (-3.0, 300.0):
+        with pytest.raises(RuntimeError, match="uint8_t without overflow"):
+            torch.addcmul(a, a, a, value=value)

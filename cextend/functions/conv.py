@@ -35,7 +35,7 @@ def float_operands(op, **tensors):
     try:
         _checks.float_dtype(**arrays)
     except TypeError as error:
-        raise TypeError("%s: %s" % (op, error)) from None
+        raise type(error)("%s: %s" % (op, error)) from None      # a DtypeError stays one
     return [arrays[name] for name in tensors]
 
 

@@ -29,6 +29,16 @@ def error_category(error):
     return "other:" + type(error).__name__
 
 
+def caught_alike(torch_error, cextend_error):
+    """Whether an `except` written for torch's error catches cextend's: the
+    same category, or a class that is also torch's (cextend's ArgumentError
+    is a ValueError and a RuntimeError)."""
+    for cls in _CATEGORIES:
+        if isinstance(torch_error, cls):
+            return isinstance(cextend_error, cls)
+    return type(torch_error) is type(cextend_error)
+
+
 def describe_error(error):
     text = str(error).strip().splitlines()
     return "%s: %s" % (type(error).__name__, text[0][:160] if text else "")

@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from . import calls, functions
-from .outcome import Describer, compare, describe_error, error_category
+from .outcome import Describer, caught_alike, compare, describe_error, error_category
 
 VALUE_NAME = re.compile(r"^v\d+$")
 _DEFINED = {}
@@ -129,7 +129,7 @@ class Session:
         soft = None
         if (errors[0] is None) != (errors[1] is None):
             return Finding(index, stmt, "error", errors[0], errors[1], history=history), None
-        if errors[0] is not None and error_category(errors[0]) != error_category(errors[1]):
+        if errors[0] is not None and not caught_alike(errors[0], errors[1]):
             soft = Finding(index, stmt, "soft-error", errors[0], errors[1], history=history)
         differences = self.compare_state()
         if differences and errors[0] is not None:
