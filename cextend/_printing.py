@@ -246,7 +246,7 @@ def format_tensor(tensor):
             suffixes.append("dtype=%r" % dtype)
     try:
         grad_fn = tensor.grad_fn
-        name = grad_fn.name() if grad_fn is not None else None
+        name = type(grad_fn).__name__ if grad_fn is not None else None     # as torch's repr
     except RuntimeError:
         # A view whose history cannot be rebuilt (made under no_grad, its
         # base changed in place since) still prints, as torch's does.

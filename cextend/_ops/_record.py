@@ -81,10 +81,34 @@ class BuiltinNode(Node):
             self._saved = _FREED
 
 
+def torch_node_name(name):
+    """torch's generated nodes carry the overload's number: SinBackward0,
+    SumBackward1 (sum(dim)); a name given without one is overload 0."""
+    return name if name[-1].isdigit() else name + "0"
+
+
 def node_class(name, backward, multi_output=False):
-    """A BuiltinNode subclass named like torch's (SinBackward) around `backward`."""
-    return type(name, (BuiltinNode,), {"backward": backward, "multi_output": multi_output,
-                                       "__module__": __name__})
+    """A BuiltinNode subclass named like torch's (SinBackward0) around `backward`."""
+    return type(torch_node_name(name), (BuiltinNode,), {"backward": backward, "multi_output": multi_output,
+                                                        "__module__": __name__})
+
+
+def overload(cls, number):
+    """cls as torch names another overload of its op (SumBackward1 for
+    sum(dim)): the same node under that name."""
+    return renamed(cls, cls.__name__.rstrip("0123456789") + str(number))
+
+
+def renamed(cls, name):
+    """The same node under torch's name for the op that made it (reshape's
+    view is torch's ViewBackward0)."""
+    found = _RENAMED.get((cls, name))
+    if found is None:
+        found = _RENAMED[(cls, name)] = type(name, (cls,), {"__module__": cls.__module__})
+    return found
+
+
+_RENAMED = {}
 
 
 def zeros_grad(g):
@@ -138,7 +162,8 @@ _READS_NODES = {}
 
 def _reads_node(name):
     if name not in _READS_NODES:
-        _READS_NODES[name] = type(name, (_ReadsNode,), {"backward": _reads_backward, "__module__": __name__})
+        _READS_NODES[name] = type(torch_node_name(name), (_ReadsNode,),
+                                  {"backward": _reads_backward, "__module__": __name__})
     return _READS_NODES[name]
 
 
@@ -485,6 +510,8 @@ def inplace_via(function, expanded_ok=False):
             copy_node = node.fn if type(node) is CopySlices else node
             if copy_node is not None:
                 copy_node._fused = result._grad_fn
+                # named as torch's one node for x.op_() (LogitBackward0)
+                copy_node.__class__ = renamed(type(copy_node), type(result._grad_fn).__name__)
         return done
     return inplace
 

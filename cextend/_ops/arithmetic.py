@@ -51,6 +51,8 @@ class Binary:
         self.result = result
         self.check = check
         self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
+        # torch names its nodes by overload: (is self a tensor, is other) -> node class
+        self.overloads = None
         self.differentiable_out = backward is not None
         self.out_keeps_history = False      # floor_divide: torch records its node on out= anyway
 
@@ -83,6 +85,11 @@ class Binary:
             if len(shapes) == 2:
                 broadcast_shapes(*shapes)       # raises torch's RuntimeError if that was it
             raise
+
+    def _node(self, a, b):
+        if self.overloads is None:
+            return self.node
+        return self.overloads.get((is_tensor(a), is_tensor(b)), self.node)
 
     def __call__(self, input, other, out=None):
         # The common case first: a CPU tensor with a tensor of its dtype or a
@@ -124,7 +131,8 @@ class Binary:
                         input._requires_grad or input._base is not None or
                         t is not float and t is not int and (other._requires_grad or other._base is not None)):
                     if rec.needs_grad(input, other) and self._records(result):
-                        node = rec.record2(self.node, input, other, result)
+                        node = rec.record2(self.node if self.overloads is None else self._node(input, other),
+                                           input, other, result)
                         if self.saves is not None:
                             node._saved = self._saved(node, input, other, result, input)
                 return result
@@ -149,11 +157,11 @@ class Binary:
             if self.out_keeps_history and out._data.dtype.kind == "f" and (
                     rec.needs_grad(a, b) or (_grad_state.enabled and out.requires_grad)):
                 # torch records its not-implemented node on a float out= too
-                views.rebase_history(out, rec.connect(rec.new_node(self.node), self._edge_inputs(a, b)), 0)
+                views.rebase_history(out, rec.connect(rec.new_node(self._node(a, b)), self._edge_inputs(a, b)), 0)
             return written
         result = _wrap(_as_ndarray(data, ot))
         if self.node is not None and rec.needs_grad(a, b) and self._records(result):
-            node = rec.record(self.node, (a, b), result)
+            node = rec.record(self._node(a, b), (a, b), result)
             if self.saves is not None:
                 node._saved = self._saved(node, a, b, result, a)
         return result
@@ -198,7 +206,7 @@ class Binary:
         recording = rec.prepare_inplace(a, (b,), ot)
         node = None
         if recording and self.node is not None:
-            node = rec.connect(rec.new_node(self.node), self._edge_inputs(a, b))
+            node = rec.connect(rec.new_node(self._node(a, b)), self._edge_inputs(a, b))
             if self.saves is not None:
                 # Saved before the change: self's old value (a recorded clone,
                 # so its own history stays differentiable) and other at its
@@ -369,6 +377,8 @@ def _pow_check(a, b, rt):
 
 _ADD = Binary("add", np.add, _add_backward)
 _SUB = Binary("sub", np.subtract, _sub_backward, check=_sub_check)
+_SUB.overloads = {(True, False): _SUB.node, (True, True): _SUB.node,
+                  (False, True): rec.renamed(_SUB.node, "RsubBackward1")}      # 1 - x is torch's rsub(x, 1)
 def _keep_for_mul(need_a, need_b, tensor_a, tensor_b):
     return need_b, need_a, False            # d/da needs b, d/db needs a
 
@@ -402,6 +412,8 @@ def _remainder(x, y):
 _REMAINDER = Binary("remainder", _remainder, _remainder_backward, saves=_keep_for_other,
                     check=_remainder_check)
 _FMOD = Binary("fmod", np.fmod, _fmod_backward, saves=_keep_for_other, check=_fmod_check)
+for _binary in (_REMAINDER, _FMOD):      # torch: x % 2 is overload 0 (Scalar), x % y 1 (Tensor)
+    _binary.overloads = {(True, False): _binary.node, (True, True): rec.overload(_binary.node, 1)}
 _ATAN2 = Binary("atan2", np.arctan2, _atan2_backward, saves=_keep_both, result="float")
 def torch_maximum(a, b):
     """torch's maximum: b only where it is larger (so of 0.0 and -0.0 the
@@ -718,6 +730,8 @@ _POW = Binary("pow", _power, _pow_backward, saves=_keep_for_pow, check=_pow_chec
               # torch's pow_ with a tensor exponent keeps its result even when the
               # exponent needs no gradient: a later in-place change then raises at backward
               inplace_saves_result=is_tensor)
+_POW.overloads = {(True, False): _POW.node, (True, True): rec.overload(_POW.node, 1),    # x ** y
+                  (False, True): rec.overload(_POW.node, 2)}                          # 2 ** x
 
 
 @register("pow", inplace=lambda self, exponent: _POW.inplace(self, exponent),

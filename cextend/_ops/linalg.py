@@ -387,6 +387,19 @@ def _linear_backward(node, g, x, w):
 _LinearNode = rec.node_class("LinearBackward", _linear_backward)
 
 
+def _linear_node(ndim, has_bias):
+    """The node as torch names what its linear records last: addmm or mm for
+    a 2-D input; for others, the view, squeeze or add after its matmul (a
+    fused bias's view is recorded by linear itself)."""
+    if ndim == 2:
+        name = "AddmmBackward0" if has_bias else "MmBackward0"
+    elif ndim == 1 and not has_bias:
+        name = "SqueezeBackward4"
+    else:
+        name = "AddBackward0" if has_bias else "UnsafeViewBackward0"
+    return rec.renamed(_LinearNode, name)
+
+
 def _check_linear(x, w, b):
     if x._data.ndim == 0 or w._data.ndim == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are %dD and %dD"
@@ -445,7 +458,7 @@ def linear(input, weight, bias=None):
     if _grad_state.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)
                                 or x._base is not None or w._base is not None):
         if rec.needs_grad(x, w, b):
-            node = rec.record(_LinearNode, (x, w, b), result)
+            node = rec.record(_linear_node(xd.ndim, b is not None), (x, w, b), result)
             # as torch's addmm: each factor is saved (version-checked, freed
             # after backward) only for the other one's gradient
             node._saved = (rec.save(_as_torch_saves_input(x, b, node)) if node.needs(1) else xd,

@@ -26,6 +26,10 @@ _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 
 
+# where torch's node is not the op's name camel-cased
+_TORCH_NODE_NAMES = {"log1p": "Log1PBackward0", "square": "PowBackward0"}     # torch's square is pow(x, 2)
+
+
 class Unary:
     """An elementwise op of one tensor: forward, in-place and out= forms."""
 
@@ -40,7 +44,8 @@ class Unary:
         self.saves = saves
         self.float_result = float_result
         self.integer_ok = integer_ok
-        self.node = rec.node_class(_camel(name) + "Backward", backward) if backward else None
+        self.node = rec.node_class(_TORCH_NODE_NAMES.get(name, _camel(name) + "Backward"), backward) \
+            if backward else None
 
     def dtype(self, x):
         dt = x._data.dtype
@@ -472,6 +477,8 @@ def _clamp_backward(node, g, x, low, high):
 
 
 _ClampNode = rec.node_class("ClampBackward", _clamp_backward)
+_CLAMP_NODES = {"clamp": _ClampNode, "clamp_min": rec.renamed(_ClampNode, "ClampMinBackward0"),
+                "clamp_max": rec.renamed(_ClampNode, "ClampMaxBackward0")}
 
 
 def _clamp_data(x, low, high, dt):
@@ -511,7 +518,15 @@ def _refuse_bool_clamp(low, high):
     raise NotImplementedError("\"%s\" not implemented for 'Bool'" % kernel)
 
 
-def clamp(input, min=None, max=None, *, out=None):
+def _clamp_node(op, low, high):
+    """torch's node for the overload: clamp with tensor bounds is
+    ClampBackward0, with numbers 1; clamp_min/max the other way round."""
+    tensors = is_tensor(low) or is_tensor(high)
+    base = _CLAMP_NODES[op]
+    return rec.overload(base, (0 if tensors else 1) if op == "clamp" else (1 if tensors else 0))
+
+
+def clamp(input, min=None, max=None, *, out=None, _op="clamp"):
     """Elements limited to [min, max]; NaN stays NaN; bounds may be tensors."""
     x = require_tensor(input, "clamp")
     low, high = _bounds(min, max, "clamp")
@@ -525,12 +540,12 @@ def clamp(input, min=None, max=None, *, out=None):
         return rec.write_out(out, data, "clamp", strict="same_dtype" if scalar_bounds else False)
     result = _wrap(data)
     if rec.needs_grad(x, low, high) and dt.kind == "f":
-        node = rec.record(_ClampNode, (x, low, high), result)
+        node = rec.record(_clamp_node(_op, low, high), (x, low, high), result)
         node._saved = (rec.save(x), rec.save(low), rec.save(high))
     return result
 
 
-def _clamp_inplace(self, min=None, max=None):
+def _clamp_inplace(self, min=None, max=None, _op="clamp"):
     low, high = _bounds(min, max, "clamp_")
     from cextend._ops.arithmetic import check_broadcasts_into
     for bound in (low, high):
@@ -540,7 +555,7 @@ def _clamp_inplace(self, min=None, max=None):
     recording = rec.prepare_inplace(self, (low, high), dt)
     node = None
     if recording:
-        node = rec.connect(_ClampNode(), (self, low, high))
+        node = rec.connect(_clamp_node(_op, low, high)(), (self, low, high))
         # saved before the change: x.clamp_(x, ...) then raises at backward, as in torch
         saved = (rec.save(self.clone()), rec.save(low), rec.save(high))
     self._data[...] = _clamp_data(self, low, high, dt)
@@ -564,11 +579,11 @@ register("clamp", clamp, aliases=("clip",), inplace=_clamp_inplace, samples=_cla
 
 
 def clamp_min(input, min, *, out=None):
-    return clamp(input, min=min, out=out)
+    return clamp(input, min=min, out=out, _op="clamp_min")
 
 
 def clamp_max(input, max, *, out=None):
-    return clamp(input, max=max, out=out)
+    return clamp(input, max=max, out=out, _op="clamp_max")
 
 
 def _one_bound_samples(rng):
@@ -577,9 +592,9 @@ def _one_bound_samples(rng):
     yield Sample(rng.uniform(-2, 2, (3, 4)), rng.uniform(-1, 1, (3, 4)))
 
 
-register("clamp_min", clamp_min, inplace=lambda self, min: _clamp_inplace(self, min=min),
+register("clamp_min", clamp_min, inplace=lambda self, min: _clamp_inplace(self, min=min, _op="clamp_min"),
          samples=_one_bound_samples, family="pointwise")
-register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, max=max),
+register("clamp_max", clamp_max, inplace=lambda self, max: _clamp_inplace(self, max=max, _op="clamp_max"),
          samples=_one_bound_samples, family="pointwise")
 
 

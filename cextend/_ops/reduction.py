@@ -89,6 +89,8 @@ def _mean_backward(node, g):
 
 _SumNode = rec.node_class("SumBackward", _sum_backward)
 _MeanNode = rec.node_class("MeanBackward", _mean_backward)
+_SumDimNode = rec.overload(_SumNode, 1)        # torch's sum.dim_IntList: sum(dim)
+_MeanDimNode = rec.overload(_MeanNode, 1)
 
 
 def _reduction_dtype(x, dtype, op):
@@ -132,7 +134,7 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "sum", x)
         return rec.write_out(out, result, "sum", reads=(x,))
-    return _record_reduce(_SumNode, x, _wrap(_contiguous(result)), dims, keepdim)
+    return _record_reduce(_SumNode if dim is None else _SumDimNode, x, _wrap(_contiguous(result)), dims, keepdim)
 
 
 def _sum_in(data, dims, keepdim):
@@ -177,7 +179,8 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         rec.check_out(out, "mean", x)
         return rec.write_out(out, result, "mean", reads=(x,))
-    return _record_reduce(_MeanNode, x, _wrap(_contiguous(result)), dims, keepdim, count=count)
+    return _record_reduce(_MeanNode if dim is None else _MeanDimNode, x, _wrap(_contiguous(result)), dims,
+                          keepdim, count=count)
 
 
 def _torch_name(dt):
@@ -242,8 +245,8 @@ def _scale_by_count_backward(node, g, x, result):
     return (gg / mask.sum(node.dims, keepdim=True)) * mask
 
 
-_MaxAllNode = rec.node_class("MaxBackward", _evenly_backward)
-_MinAllNode = rec.node_class("MinBackward", _evenly_backward)
+_MaxAllNode = rec.node_class("MaxBackward1", _evenly_backward)    # torch's max() is overload 1, max(dim) 0
+_MinAllNode = rec.node_class("MinBackward1", _evenly_backward)
 _AmaxNode = rec.node_class("AmaxBackward", _scale_by_count_backward)
 _AminNode = rec.node_class("AminBackward", _scale_by_count_backward)
 

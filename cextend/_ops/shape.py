@@ -41,9 +41,11 @@ def _reshape_back(node, g):
 
 
 _ViewNode = rec.node_class("ViewBackward", _reshape_back)
-_ReshapeNode = rec.node_class("ReshapeAliasBackward", _reshape_back)
+_ReshapeNode = _ViewNode                                    # torch's reshape is a view where it can be,
+_ReshapeCopyNode = rec.node_class("UnsafeViewBackward", _reshape_back)     # else a copy it views unsafely
 _UnsqueezeNode = rec.node_class("UnsqueezeBackward", _reshape_back)
-_SqueezeNode = rec.node_class("SqueezeBackward", _reshape_back)
+# torch's overloads: squeeze(), squeeze(dim), squeeze(dims)
+_SqueezeNodes = {kind: rec.overload(rec.node_class("SqueezeBackward", _reshape_back), kind) for kind in range(3)}
 _AliasNode = rec.node_class("AliasBackward", lambda node, g: g)
 
 
@@ -127,19 +129,22 @@ def reshape(input, *shape):
     data = _no_copy_reshape(x._data, shape)
     if data is not None:
         if data.shape == x._data.shape and data.strides == x._data.strides and type(data) is not DeviceArray:
-            return _alias(x)
+            return _alias(x, _ViewNode)
         return _view(x, data, lambda t: t.reshape(shape), _ReshapeNode, in_shape=x._data.shape)
     out = _wrap(x._data.reshape(shape))
     if rec.needs_grad(x):
-        node = rec.record(_ReshapeNode, (x,), out)
+        node = rec.record(_ReshapeCopyNode, (x,), out)
         node.in_shape = x._data.shape
     return out
 
 
-def _alias(x):
-    """A view of all of x (what a no-op view op returns)."""
+def _alias(x, node_cls=_AliasNode):
+    """A view of all of x (what a no-op view op returns), its node named as
+    torch's for the op (squeeze() of nothing is still SqueezeBackward0)."""
+    if node_cls is not _AliasNode:
+        node_cls = rec.renamed(_AliasNode, node_cls.__name__)
     return _view(x, x._data if type(x._data) is DeviceArray else x._data.view(), lambda t: t.view_as(t),
-                 _AliasNode)
+                 node_cls)
 
 
 def _reshape_samples(rng):
@@ -197,6 +202,7 @@ def _transpose_back(node, g):
 
 
 _TransposeNode = rec.node_class("TransposeBackward", _transpose_back)
+_TNode = rec.renamed(_TransposeNode, "TBackward0")
 
 
 def transpose(input, dim0, dim1):
@@ -204,7 +210,7 @@ def transpose(input, dim0, dim1):
     n = x._data.ndim
     d0, d1 = _dim(dim0, n), _dim(dim1, n)
     if n == 0:
-        return _alias(x)
+        return _alias(x, _TransposeNode)
     data = np.swapaxes(x._data, d0, d1) if type(x._data) is not DeviceArray else _device_only("transpose")
     return _view(x, data, lambda t: t.transpose(d0, d1), _TransposeNode, dims=(d0, d1))
 
@@ -224,7 +230,10 @@ def t(input):
     x = require_tensor(input, "t")
     if x._data.ndim > 2:
         raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD" % x._data.ndim)
-    return transpose(x, 0, 1) if x._data.ndim == 2 else _alias(x)
+    if x._data.ndim < 2:
+        return _alias(x, _TNode)
+    return _view(x, np.swapaxes(x._data, 0, 1) if type(x._data) is not DeviceArray else _device_only("t"),
+                 lambda v: v.t(), _TNode, dims=(0, 1))
 
 
 register("t", t, samples=lambda rng: iter([Sample(rng.standard_normal((3, 4))),
@@ -309,6 +318,7 @@ def squeeze(input, dim=None):
     """Size-1 dims removed (all, one, or a tuple); others are left alone."""
     x = require_tensor(input, "squeeze")
     shape = x._data.shape
+    node_cls = _SqueezeNodes[0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1]
     if dim is None:
         dims = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
@@ -316,8 +326,8 @@ def squeeze(input, dim=None):
         dims = tuple(sorted({_dim(d, x._data.ndim) for d in wanted}))
         dims = tuple(d for d in dims if x._data.ndim and shape[d] == 1)
     if not dims:
-        return _alias(x)
-    return _view(x, np.squeeze(x._data, axis=dims), lambda t: t.squeeze(dims), _SqueezeNode, in_shape=shape)
+        return _alias(x, node_cls)
+    return _view(x, np.squeeze(x._data, axis=dims), lambda t: t.squeeze(dims), node_cls, in_shape=shape)
 
 
 register("squeeze", squeeze, samples=lambda rng: iter([Sample(rng.standard_normal((3, 1, 4)), 1),

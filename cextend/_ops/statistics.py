@@ -70,6 +70,7 @@ def _prod_backward(node, g, x, result):
 
 
 _ProdNode = rec.node_class("ProdBackward", _prod_backward)
+_ProdDimNode = rec.overload(_ProdNode, 1)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -92,7 +93,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         return rec.write_out(out, result, "prod", reads=(x,))
     t = _wrap(_contiguous(result))
     if rt.kind == "f":
-        _record(_ProdNode, x, t, dims, keepdim if dim is not None else False, (), whole=dim is None)
+        _record(_ProdNode if dim is None else _ProdDimNode, x, t, dims, keepdim if dim is not None else False, (),
+                whole=dim is None)
         if t._grad_fn is not None:
             t._grad_fn._saved = (rec.save(x), rec.save_output(t))
     return t
@@ -284,7 +286,7 @@ def _norm_backward(node, g, x, norm):
     return (x * x.abs().pow(p - 2) * gg / n.pow(p - 1)).masked_fill(n == 0, 0)
 
 
-_NormNode = rec.node_class("NormBackward", _norm_backward)
+_NormNode = rec.node_class("LinalgVectorNormBackward", _norm_backward)     # torch.norm is linalg.vector_norm
 
 
 def _norm_data(data, p, dims, keepdim):

@@ -153,8 +153,9 @@ class Function(FunctionCtx):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._backward_cls = type(cls.__name__ + "Backward", (BackwardCFunction,),
-                                 {"_forward_cls": cls, "__module__": cls.__module__})
+        # a Function standing for a builtin (F.conv2d's) may take torch's node name
+        name = cls.__dict__.get("_torch_node_name") or cls.__name__ + "Backward"
+        cls._backward_cls = type(name, (BackwardCFunction,), {"_forward_cls": cls, "__module__": cls.__module__})
 
     @staticmethod
     def forward(ctx, *args, **kwargs):

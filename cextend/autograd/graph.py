@@ -69,7 +69,7 @@ class Node:
         return type(self).__name__
 
     def __repr__(self):
-        return "<%s>" % self.name()
+        return "<%s>" % type(self).__name__     # as torch's (CopySlices's name() is qualified)
 
     def apply(self, grads):
         raise NotImplementedError
@@ -120,6 +120,9 @@ class AccumulateGrad(Node):
         super().__init__()
         self.variable = variable
         self._input_meta = ()
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
 
     def apply(self, grads):
         # A leaf detached (detach_, requires_grad_(False)) after the graph was

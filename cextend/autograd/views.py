@@ -100,7 +100,7 @@ def regenerate(view):
         # the base's gradient edge: absent (the base stopped requiring grad),
         # or into an integer base (fill_ gave it a value requiring grad), where
         # no gradient is defined.  The view keeps a grad_fn; nothing flows.
-        view._grad_fn = AsStridedBackward(base)
+        view._grad_fn = AsStridedBackward0(base)
         view._output_nr = 0
         view._requires_grad = True
     else:
@@ -157,7 +157,7 @@ def rebase_history(tensor, node, output_nr=0):
     tensor._requires_grad = True
 
 
-class AsStridedBackward(Node):
+class AsStridedBackward0(Node):
     """A view's grad_fn regenerated where no gradient can reach its base:
     the base stopped requiring grad (base.detach_(), then an in-place op),
     or is an integer tensor.  torch's AsStridedBackward0, passing nothing on."""
@@ -166,9 +166,6 @@ class AsStridedBackward(Node):
         super().__init__()
         self.next_functions = ((gradient_edge(base) or _NO_EDGE) if base.requires_grad else _NO_EDGE,)
         self._input_meta = ((base._data.shape, base._data.dtype),)
-
-    def name(self):
-        return "AsStridedBackward"
 
     def apply(self, grads):
         return (None,)
@@ -211,7 +208,7 @@ class CopySlices(Node):
         self._input_meta = ((base._data.shape, base._data.dtype),) + tuple(fn._input_meta[1:])
 
     def name(self):
-        return "CopySlices"
+        return "torch::autograd::CopySlices"     # torch's name(); its repr says CopySlices
 
     def apply(self, grads):
         from cextend.autograd.engine import fit_gradient

@@ -55,6 +55,8 @@ def adaptive_max_pool2d_forward(x, output_size):
 class AdaptiveMaxPool2dFunction(Function):
     """input (N, C, H, W), output_size (oh, ow) -> (values, int64 indices into each H*W plane)."""
 
+    _torch_node_name = "AdaptiveMaxPool2DBackward0"
+
     @staticmethod
     def forward(ctx, input, output_size):
         x, = float_operands("adaptive_max_pool2d", input=input)

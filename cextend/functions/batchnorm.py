@@ -19,6 +19,8 @@ class BatchNormFunction(Function):
     """input (N, C, *); weight, bias (C,) or None; running_mean and
     running_var (C,) buffers or None (updated in place when training)."""
 
+    _torch_node_name = "NativeBatchNormBackward0"
+
     @staticmethod
     def forward(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps):
         x, w, b, rm, rv = float_operands("batch_norm", input=input, weight=weight, bias=bias,

@@ -118,6 +118,8 @@ class Conv2dFunction(Function):
     """torch's conv2d: input (N, C_in, H, W), weight (C_out, C_in/groups, kH,
     kW), bias (C_out,) or None -> (N, C_out, H_out, W_out)."""
 
+    _torch_node_name = "ConvolutionBackward0"
+
     @staticmethod
     def forward(ctx, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         x, w, b = float_operands("conv2d", input=input, weight=weight, bias=bias)
@@ -144,6 +146,8 @@ class Conv2dFunction(Function):
 class ConvTranspose2dFunction(Function):
     """torch's conv_transpose2d: input (N, C_in, H, W), weight (C_in,
     C_out/groups, kH, kW), bias (C_out,) or None -> (N, C_out, H_out, W_out)."""
+
+    _torch_node_name = "ConvolutionBackward0"
 
     @staticmethod
     def forward(ctx, input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

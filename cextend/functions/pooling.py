@@ -17,6 +17,8 @@ class MaxPool2dFunction(Function):
     """input (N, C, H, W) -> (values, int64 indices into each H*W plane).
     A NaN always wins (the last NaN of a window), else the first maximum."""
 
+    _torch_node_name = "MaxPool2DWithIndicesBackward0"
+
     @staticmethod
     def forward(ctx, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         x, = float_operands("max_pool2d", input=input)
@@ -69,6 +71,8 @@ class _GatherAtIndices(Function):
 class AvgPool2dFunction(Function):
     """torch's avg_pool2d on input (N, C, H, W)."""
 
+    _torch_node_name = "AvgPool2DBackward0"
+
     @staticmethod
     def forward(ctx, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
@@ -99,6 +103,8 @@ class _AvgPool2dBackward(Function):
 
 class AdaptiveAvgPool2dFunction(Function):
     """torch's adaptive_avg_pool2d on input (N, C, H, W)."""
+
+    _torch_node_name = "AdaptiveAvgPool2DBackward0"
 
     @staticmethod
     def forward(ctx, input, output_size):
