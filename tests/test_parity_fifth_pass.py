@@ -273,6 +273,7 @@ def _named_forms():
         (lambda: F.linear(x[None], w, b), "ViewBackward0"), (lambda: F.linear(x[None], w), "UnsafeViewBackward0"),
         (lambda: F.linear(x[0], w), "SqueezeBackward4"), (lambda: (x * 1).add_(1), "AddBackward0"),
         (logit_in_place, "LogitBackward0"), (lambda: written(x * 1), "torch::autograd::CopySlices"),
+        (lambda: torch.zeros(2, 3).copy_(x), "torch::autograd::CopyBackwards"),
         (lambda: F.cross_entropy(x, torch.tensor([0, 1])), "NllLossBackward0"),
         (lambda: F.conv2d(torch.ones(1, 1, 3, 3, requires_grad=True), torch.ones(1, 1, 2, 2)),
          "ConvolutionBackward0"),
@@ -297,6 +298,7 @@ def test_grad_fn_repr_uses_the_class_name_as_torch():
     acc = (x * 1).grad_fn.next_functions[0][0]
     assert acc.name() == "torch::autograd::AccumulateGrad" and type(acc).__name__ == "AccumulateGrad"
     assert repr((x * 2).sum(0)) == "tensor(4., grad_fn=<SumBackward1>)"
+    assert repr(torch.zeros(2).copy_(x)) == "tensor([1., 1.], grad_fn=<CopyBackwards>)"
 
 
 # ops cextend composes from others: their grad_fn is the last op's (README, deviations)

@@ -83,8 +83,9 @@ class BuiltinNode(Node):
 
 def torch_node_name(name):
     """torch's generated nodes carry the overload's number: SinBackward0,
-    SumBackward1 (sum(dim)); a name given without one is overload 0."""
-    return name if name[-1].isdigit() else name + "0"
+    SumBackward1 (sum(dim)); a name given without one is overload 0.  Its
+    hand-written nodes (CopyBackwards) have none."""
+    return name + "0" if name.endswith("Backward") else name
 
 
 def node_class(name, backward, multi_output=False):
@@ -104,7 +105,8 @@ def renamed(cls, name):
     view is torch's ViewBackward0)."""
     found = _RENAMED.get((cls, name))
     if found is None:
-        found = _RENAMED[(cls, name)] = type(name, (cls,), {"__module__": cls.__module__})
+        found = _RENAMED[(cls, name)] = type(name, (cls,), {"__module__": cls.__module__,
+                                                            "name": lambda node: type(node).__name__})
     return found
 
 

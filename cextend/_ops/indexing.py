@@ -224,6 +224,7 @@ def _copy_backward(node, g):
 
 
 _CopyNode = rec.node_class("CopyBackwards", _copy_backward)
+_CopyNode.name = lambda node: "torch::autograd::CopyBackwards"     # hand-written in torch: qualified
 
 
 def copy_(self, src, non_blocking=False):
