@@ -338,3 +338,44 @@ def test_grad_fn_names_match_torch_across_the_op_table():
             differ.append((name, names[0], names[1]))
     assert compared > 150
     assert differ == []
+
+
+# -- where several checks fail, the one torch makes first is the one raised ----------------------
+
+@pytest.mark.parametrize("name", ["cumsum_", "cumprod_"])
+def test_scan_in_place_checks_in_torchs_order(name):
+    leaf = torch.ones(2, 3, requires_grad=True)
+    with pytest.raises(TypeError, match=r"%s\(\): argument 'dim' \(position 1\) must be int, not float" % name):
+        getattr(leaf, name)(1.5)            # the argument parser first
+    with pytest.raises(TypeError, match="must be int, not bool"):
+        getattr(leaf.detach(), name)(True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        getattr(leaf, name)(2)              # autograd's check, before the dim's range
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        getattr(torch.ones(2, dtype=torch.bool), name)(5)      # the dim, before the bool kernel
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        getattr(torch.ones(2, dtype=torch.bool), name)(0)
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    want = np.cumsum if name == "cumsum_" else np.cumprod
+    np.testing.assert_array_equal(getattr(x, name)(1).numpy(), want([[1, 2, 3], [4, 5, 6]], axis=1))
+
+
+@pytest.mark.parametrize("shape, key, error, message", [
+    ((0, 3), (0, slice(None, None, -1)), IndexError, "index 0 is out of bounds for dimension 0 with size 0"),
+    ((0, 3), (slice(None, None, -1), 5), ValueError, "step must be greater than zero"),
+    ((0, 3), (None, 0, slice(None, None, -1)), IndexError, "index 0 is out of bounds for dimension 1 with size 0"),
+    ((2, 3), (None, None, 0, 5), IndexError, "index 5 is out of bounds for dimension 3 with size 3"),
+    ((2, 3), (0, slice(None, None, -1), 9), IndexError, "too many indices for tensor of dimension 2"),
+    ((2, 3), (-3,), IndexError, "index -3 is out of bounds for dimension 0 with size 2"),
+])
+def test_indexing_errors_in_torchs_order(shape, key, error, message):
+    with pytest.raises(error, match=message):
+        torch.zeros(*shape)[key]
+
+
+def test_indexing_in_bounds_still_works_at_the_edges():
+    a = np.arange(6.0).reshape(2, 3)
+    x = torch.tensor(a)
+    assert x[-2, -3].item() == a[-2, -3] and x[1, 2].item() == a[1, 2]
+    assert tuple(x[None, 1, None, 2].shape) == (1, 1)
+    np.testing.assert_array_equal(x[..., 2].numpy(), a[..., 2])

@@ -131,15 +131,35 @@ def _check_key(x, parts):
                                  "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
 
 
-def _check_steps(parts):
-    for p in parts:
-        if type(p) is slice and p.step is not None and p.step < 0:
-            raise ValueError("step must be greater than zero")
+def _check_steps(x, parts):
+    """A negative step is refused, after what torch checks first: too many
+    indices, and each integer to its left against its dim (torch numbers
+    the dim by the index's position)."""
+    shape = x._data.shape
+    basic = len(shape) > 0 and all(p is None or p is Ellipsis or type(p) is slice or _is_int(p) for p in parts)
+    if basic and sum(p is not None and p is not Ellipsis for p in parts) > len(shape):
+        raise IndexError("too many indices for tensor of dimension %d" % len(shape))
+    dim, bounded = 0, basic
+    for position, p in enumerate(parts):
+        if p is Ellipsis:
+            bounded = False         # where the parts after it land is the ellipsis's business
+        elif type(p) is slice:
+            if p.step is not None and p.step < 0:
+                raise ValueError("step must be greater than zero")
+            dim += 1
+        elif p is not None:
+            if bounded and _is_int(p) and dim < len(shape) and not -shape[dim] <= p < shape[dim]:
+                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (p, position, shape[dim]))
+            dim += 1
+
+
+def _is_int(p):
+    return isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_))
 
 
 def getitem(self, key):
     parts = _parts(key)
-    _check_steps(parts)
+    _check_steps(self, parts)
     if _legacy_scalar_index(self, parts):
         return _slice_view(self, self._data.view(), lambda t: t.view_as(t), _SliceNode)
     _check_key(self, parts)

@@ -7,7 +7,7 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
-from cextend.autograd import grad_mode
+from cextend.autograd import grad_mode, views
 from cextend.tensor import _wrap
 
 
@@ -76,13 +76,20 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return t
 
 
-def _refuse_bool_inplace(self, name):
+def _inplace_checks(self, dim, name):
+    """x.cumsum_(dim)'s checks in torch's order: the argument parser's dim
+    type, autograd's in-place checks, the dim's range, then the kernel's
+    dtype."""
+    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+        raise TypeError("%s_(): argument 'dim' (position 1) must be int, not %s" % (name, type(dim).__name__))
+    views.check_inplace(self, self.requires_grad)
+    _dim_of(self, dim)
     if self._data.dtype.kind == "b" and self._data.ndim and self._data.size:   # 0-d or empty: no kernel runs
         raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
 
 
 def _cumsum_inplace(self, dim, *, dtype=None):
-    _refuse_bool_inplace(self, "cumsum")
+    _inplace_checks(self, dim, "cumsum")
     return self.copy_(cumsum(self, dim, dtype=dtype))
 
 
@@ -174,7 +181,7 @@ def _cumprod_inplace(self, dim, *, dtype=None):
     """x.cumprod_(dim): cumprod of a copy of x, copied back; the node saves x
     itself as its result, as torch's, so changing x afterwards makes the
     backward raise there too."""
-    _refuse_bool_inplace(self, "cumprod")
+    _inplace_checks(self, dim, "cumprod")
     recording = rec.needs_grad(self)
     result = cumprod(self.clone() if recording else self, dim, dtype=dtype)
     node = result._grad_fn if recording else None
