@@ -379,3 +379,24 @@ def test_indexing_in_bounds_still_works_at_the_edges():
     assert x[-2, -3].item() == a[-2, -3] and x[1, 2].item() == a[1, 2]
     assert tuple(x[None, 1, None, 2].shape) == (1, 1)
     np.testing.assert_array_equal(x[..., 2].numpy(), a[..., 2])
+
+
+# -- a tensor of another dtype with a number: laid out as its .to() copy -------------------------
+
+@pytest.mark.parametrize("base", [[[True, True]], [[1, 2]]])
+@pytest.mark.parametrize("op", [lambda t: t.add(-1.25), lambda t: t * 2.5, lambda t: 1.5 + t, lambda t: t / 2,
+                                lambda t: t.add(1)])
+def test_an_expanded_tensor_cast_by_a_number_gives_a_contiguous_result(base, op):
+    # torch casts the operand with .to() first (an expanded tensor becomes
+    # dense), so view(-1) works on the result (seed 13201, program 26076)
+    t = torch.tensor(base).expand(3, 2)
+    result = op(t)
+    assert result.stride() == (2, 1) and result.is_contiguous()
+    want = op(torch.tensor(np.broadcast_to(np.array(base), (3, 2)).copy()))
+    np.testing.assert_array_equal(result.view(-1).numpy(), want.view(-1).numpy())
+
+
+def test_a_column_expanded_then_cast_keeps_torchs_order():
+    column = torch.tensor([[True], [False]]).expand(2, 3)
+    assert column.add(-1.25).stride() == (3, 1)
+    assert column.t().add(1.5).stride() == (2, 1)

@@ -199,7 +199,7 @@ def with_number_layout(result, array):
     included, where numpy keeps other strides)."""
     if type(result) is not np.ndarray or result.ndim < 2 or result.shape != array.shape:
         return result
-    if array.flags.c_contiguous and 1 not in array.shape:
+    if array.flags.c_contiguous and 1 not in array.shape and result.flags.c_contiguous:
         return result
     shape = result.shape
     perm = _dim_order(shape, [array.strides])

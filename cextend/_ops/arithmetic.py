@@ -77,8 +77,10 @@ class Binary:
                 value = torch_layout(value, [_cast_layout(x._data, rt) for x in (a, b)])
             elif len(operands) == 1 and type(value) is np.ndarray and value.ndim > 1 and \
                     not (self.name == "pow" and type(arrays[0]) is not np.ndarray):
-                # (pow(number, Tensor) is contiguous: see _power)
-                value = with_number_layout(value, operands[0])
+                # (pow(number, Tensor) is contiguous: see _power); a tensor of
+                # another dtype is ordered as its .to() copy (an expanded one: dense)
+                tensor = a if is_tensor(a) else b
+                value = with_number_layout(value, _cast_layout(tensor._data, rt))
             return value
         except ValueError:
             shapes = [x._data.shape for x in (a, b) if is_tensor(x)]

@@ -243,9 +243,13 @@ def unspecified(finding):
     single_out = re.search(r"out=(v\d+)\)", line)
     if single_out and value_out is None:
         value_out = single_out.group(1)
-    # x.clamp_(...) writes x too, and through it its base and other views
+    # x.clamp_(...) writes x too, and through it its base and other views;
+    # an out= that itself differs likewise (nothing else the statement
+    # could have changed: a difference from before would have stopped the
+    # program there)
     receiver = re.match(r"(v\d+)\.\w+_\(", line.split(" = ", 1)[1])
-    written = receiver.group(1) if receiver else None
+    written = receiver.group(1) if receiver else (
+        value_out if any(d.path == value_out for d in finding.differences) else None)
     for entry in UNSPECIFIED:
         # -0.0 and 0.0 tie too: the value picked among them may differ in sign.
         if (op in entry.ops or (entry.index_path is None and called & set(entry.ops))) and all((entry.index_path is not None and d.field == "values"
