@@ -400,3 +400,29 @@ def test_a_column_expanded_then_cast_keeps_torchs_order():
     column = torch.tensor([[True], [False]]).expand(2, 3)
     assert column.add(-1.25).stride() == (3, 1)
     assert column.t().add(1.5).stride() == (2, 1)
+
+
+# -- a CopySlices none of whose outputs is wanted copies nothing --------------------------------
+
+def test_backward_with_inputs_at_a_base_written_through_an_expanded_view():
+    # torch runs the base's CopySlices with no output wanted: fn is called,
+    # nothing is copied into the expanded region, so nothing raises (seed
+    # 13301, program 11297); a full backward does copy and raises
+    v2 = torch.tensor([1.0, -1.25, 0.75], requires_grad=True)
+    v3 = v2 * 2
+    v5 = v3.expand(2, -1)
+    v5.zero_()
+    v5.sum().backward(inputs=[v3], retain_graph=True)
+    np.testing.assert_array_equal(v3.grad.numpy(), [2.0, 2.0, 2.0])
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        v5.sum().backward()
+    assert v2.grad is None
+
+
+def test_backward_with_inputs_at_a_base_still_frees_its_copy_slices():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[:2].mul_(3)
+    y.sum().backward(inputs=[y])
+    with pytest.raises(RuntimeError, match=FREED):
+        y.sum().backward()

@@ -230,6 +230,19 @@ class CopySlices(Node):
             region.copy_(fit_gradient(self.fn, 0, first, self.view_meta))
         return (result,) + tuple(results[1:])
 
+    # Run with none of its outputs wanted (backward(inputs=[base])), torch's
+    # CopySlices calls fn but copies nothing into the region: a builtin fn
+    # then only reads its saved tensors, and an expanded region is no error.
+    @property
+    def computes_unwanted_outputs(self):
+        return self.fn is not None and self.fn.computes_unwanted_outputs
+
+    def _unpack_saved(self):
+        if self.fn is None:
+            from cextend.autograd.graph import FREED_MESSAGE
+            raise RuntimeError(FREED_MESSAGE)
+        self.fn._unpack_saved()
+
     def _release(self):
         # as torch's CopySlices: a second backward through it raises
         if self.fn is not None:
