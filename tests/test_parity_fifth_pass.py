@@ -302,7 +302,7 @@ def test_grad_fn_repr_uses_the_class_name_as_torch():
 
 
 # ops cextend composes from others: their grad_fn is the last op's (README, deviations)
-COMPOSED = {"conv1d", "conv_transpose1d", "dot", "floor_divide", "matmul", "mv", "nanmedian", "rot90", "rsub"}
+COMPOSED = {"conv1d", "conv_transpose1d", "floor_divide", "matmul", "nanmedian", "rot90", "rsub"}
 
 
 def test_grad_fn_names_match_torch_across_the_op_table():
@@ -426,3 +426,28 @@ def test_backward_with_inputs_at_a_base_still_frees_its_copy_slices():
     y.sum().backward(inputs=[y])
     with pytest.raises(RuntimeError, match=FREED):
         y.sum().backward()
+
+
+# -- matmul of a matrix and a vector is torch's one MvBackward0 node ----------------------------
+
+@pytest.mark.parametrize("make", [lambda a, v: a @ v, lambda a, v: torch.mv(a, v), lambda a, v: v @ v])
+def test_backward_with_inputs_frees_mv_and_dot(make):
+    # torch's MvBackward0 / DotBackward0 save both operands: running it with
+    # nothing wanted (backward(inputs=[y])) frees them (seed 13501, program 13476)
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    v = torch.tensor([1.0, -1.0, 0.5], requires_grad=True)
+    y = make(a, v)
+    assert y.grad_fn.name() in ("MvBackward0", "DotBackward0")
+    y.sum().backward(inputs=[y])
+    with pytest.raises(RuntimeError, match=FREED):
+        y.sum().backward()
+
+
+def test_mv_gradients_against_numpy():
+    rng = np.random.default_rng(7)
+    A, x, go = rng.standard_normal((5, 3)), rng.standard_normal(3), rng.standard_normal(5)
+    a, v = torch.tensor(A, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (torch.mv(a, v) * torch.tensor(go)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.outer(go, x), rtol=1e-12)
+    np.testing.assert_allclose(v.grad.numpy(), A.T @ go, rtol=1e-12)
+    assert (torch.tensor(x, requires_grad=True) @ a.t()).grad_fn.name() == "SqueezeBackward4"

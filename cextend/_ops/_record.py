@@ -15,7 +15,7 @@ from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd import graph as graph_state
 from cextend.autograd.grad_mode import _state as _grad_state
-from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
+from cextend.autograd.graph import FREED_MESSAGE, AccumulateGrad, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
 
 NO_EDGE = (None, 0)
@@ -111,6 +111,21 @@ def renamed(cls, name):
 
 
 _RENAMED = {}
+
+
+def stand_for(result, name, fused=True):
+    """result's node (an op composed last, as matmul's squeeze) made to act
+    as torch's one node `name`: named so, and (fused) with the node below it
+    (the one that saved the operands) read and freed with it where backward
+    runs it with nothing wanted (backward(inputs=[result]))."""
+    node = result._grad_fn
+    if node is None:
+        return result
+    below = node.next_functions[0][0] if node.next_functions else None
+    if fused and below is not None and not isinstance(below, AccumulateGrad):
+        node._fused = below
+    node.__class__ = renamed(type(node), name)
+    return result
 
 
 def zeros_grad(g):

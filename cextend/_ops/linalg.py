@@ -168,7 +168,7 @@ def matmul(input, other, *, out=None):
                                "same number of elements, but got %d and %d elements respectively"
                                % (a._data.shape[0], b._data.shape[0], a._data.shape[0], b._data.shape[0]))
         _check_same_dtype(a, b, "dot")
-        result = (a * b).sum()
+        result = rec.stand_for((a * b).sum(), "DotBackward0")
     else:
         left = a.unsqueeze(0) if da == 1 else a
         right = b.unsqueeze(-1) if db == 1 else b
@@ -186,6 +186,10 @@ def matmul(input, other, *, out=None):
         if result._base is not None:
             # torch squeezes the added dim away in place (squeeze_): no view
             result = views.forget_base(result)
+        if da == 2 and db == 1:
+            result = rec.stand_for(result, "MvBackward0")       # torch's mv: one node, saving both
+        elif da == 1 and db == 2:
+            result = rec.stand_for(result, "SqueezeBackward4", fused=False)     # torch's mm, then squeeze_(0)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
         if da == 1 and db == 2:
