@@ -93,6 +93,11 @@ def from_numpy(array):
         raise TypeError("from_numpy: arrays in non-native byte order are not supported; convert it "
                         "with array.astype(array.dtype.newbyteorder('='))")
     _dtype.from_numpy(array.dtype)
+    if any(s < 0 for s in array.strides):
+        # torch's message: a tensor sharing the memory cannot step backwards
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
     return _wrap(array)
 
 

@@ -21,6 +21,27 @@ channels_last_3d = memory_format("channels_last_3d")
 _CHANNELS_LAST_RANK = {channels_last: 4, channels_last_3d: 5}
 
 
+def is_contiguous_in(array, fmt):
+    """torch's is_contiguous(memory_format=fmt): channels_last checks the
+    strides dim by dim in the order C, W, H, N (a size-1 dim's stride is
+    free); contiguous_format and preserve_format mean C order."""
+    if not isinstance(fmt, memory_format):
+        raise TypeError("is_contiguous(): argument 'memory_format' must be torch.memory_format, not %s"
+                        % type(fmt).__name__)
+    rank = _CHANNELS_LAST_RANK.get(fmt)
+    if rank is None:
+        return array.flags.c_contiguous
+    if array.ndim != rank:
+        return False
+    expected = array.itemsize
+    for d in (1,) + tuple(range(rank - 1, 1, -1)) + (0,):
+        if array.shape[d] != 1:
+            if array.strides[d] != expected:
+                return False
+            expected *= array.shape[d]
+    return True
+
+
 def empty_as(like, dtype, fmt=None):
     """An uninitialised array shaped like the array `like`, laid out in
     memory format `fmt` (None: preserve_format, torch's default)."""

@@ -319,7 +319,10 @@ class Tensor:
         return strides if dim is None else strides[_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from cextend._memory_format import is_contiguous_in
+        return is_contiguous_in(self._data, memory_format)
 
     def data_ptr(self):
         return self._data.ctypes.data if type(self._data) is np.ndarray else id(self._data.buffer)
@@ -370,10 +373,17 @@ class Tensor:
         return self._data.tolist()
 
     def __float__(self):
-        return float(self.item())
+        return float(self._python_scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._python_scalar())
+
+    def _python_scalar(self):
+        # float(t), int(t), complex(t): torch's Python conversions raise a
+        # ValueError where item() raises a RuntimeError
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -386,7 +396,7 @@ class Tensor:
         return bool(self._data.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._python_scalar())
 
     def __format__(self, format_spec):
         # torch formats 0-d plain tensors as their number (a Parameter, or

@@ -451,3 +451,67 @@ def test_mv_gradients_against_numpy():
     np.testing.assert_allclose(a.grad.numpy(), np.outer(go, x), rtol=1e-12)
     np.testing.assert_allclose(v.grad.numpy(), A.T @ go, rtol=1e-12)
     assert (torch.tensor(x, requires_grad=True) @ a.t()).grad_fn.name() == "SqueezeBackward4"
+
+
+# -- found by tutorial programs run in both libraries ---------------------------------------------
+
+def test_is_contiguous_reads_its_memory_format():
+    x = torch.zeros(2, 3, 4, 4)
+    y = x.contiguous(memory_format=torch.channels_last)
+    assert y.stride() == (48, 1, 12, 3)
+    assert x.is_contiguous(memory_format=torch.contiguous_format) and not x.is_contiguous(
+        memory_format=torch.channels_last)
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    assert torch.zeros(1, 3, 1, 1).is_contiguous(memory_format=torch.channels_last)     # size-1 strides free
+    assert not torch.zeros(2, 3).is_contiguous(memory_format=torch.channels_last)
+    assert not x.permute(0, 2, 3, 1).is_contiguous(memory_format=torch.channels_last)
+    z = torch.zeros(2, 3, 4, 4, 5).contiguous(memory_format=torch.channels_last_3d)
+    assert z.is_contiguous(memory_format=torch.channels_last_3d) and not z.is_contiguous(
+        memory_format=torch.channels_last)
+    assert x.is_contiguous(memory_format=torch.preserve_format) and not y.is_contiguous(
+        memory_format=torch.preserve_format)
+    with pytest.raises(TypeError, match="must be torch.memory_format, not int"):
+        x.is_contiguous(memory_format=3)
+
+
+def test_from_numpy_refuses_negative_strides_as_torch():
+    with pytest.raises(ValueError, match="At least one stride in the given numpy array is negative"):
+        torch.from_numpy(np.arange(4.0)[::-1])
+    with pytest.raises(ValueError, match="negative"):
+        torch.as_tensor(np.arange(6.0).reshape(2, 3)[:, ::-1])
+    a = np.arange(6.0).reshape(2, 3)[:, ::2]
+    t = torch.from_numpy(a)
+    a[0, 0] = 7.0
+    assert t.stride() == (3, 2) and t[0, 0].item() == 7.0        # positive strides: shared memory
+
+
+def test_python_number_conversions_of_many_elements_raise_value_error():
+    for convert in (float, int, complex):
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            convert(torch.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        torch.tensor([1.0, 2.0]).item()
+    assert float(torch.tensor([2.5])) == 2.5 and int(torch.tensor(3.7)) == 3
+
+
+def test_a_conv_of_an_input_of_the_wrong_rank_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="3D \\(unbatched\\) or 4D \\(batched\\) input"):
+        torch.nn.Conv2d(1, 1, 3)(torch.ones(5, 5))
+    with pytest.raises(ValueError):
+        torch.nn.Conv2d(1, 1, 3)(torch.ones(5, 5))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_bce_with_logits_gradient_of_a_float64_input_keeps_float64_precision(reduction):
+    # torch: sigmoid(x).sub_(target).mul_(grad).div_(numel), all in the
+    # input's float64; the float32 target and loss do not round it
+    a = np.array([0.0, 0.0, 1.0, -2.5, 0.3])
+    y = np.array([0.0, 1.0, 1.0, 0.25, 0.5], np.float32)
+    x = torch.tensor(a, requires_grad=True)
+    loss = F.binary_cross_entropy_with_logits(x, torch.tensor(y), reduction=reduction)
+    assert loss.dtype == torch.float32
+    loss.backward()
+    want = 1 / (1 + np.exp(-a)) - y.astype(np.float64)
+    if reduction == "mean":
+        want = want / a.size
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15, atol=1e-17)

@@ -18,6 +18,7 @@ from cextend._ops._nn_checks import (cast_error, check_no_grad, check_reduction,
                                      reduction_scale, torch_name, warn_size_mismatch)
 from cextend._device import DeviceArray
 from cextend._fpe import quietly
+from cextend.autograd import grad_mode
 from cextend._ops._operands import as_array, require_tensor
 from cextend._ops.registry import register
 from cextend._promotion import result_type
@@ -50,12 +51,19 @@ class PointwiseLoss:
     gradient already scaled by 1/numel for 'mean'.
     """
 
-    def __init__(self, name, node_name, compute, backward):
+    def __init__(self, name, node_name, compute, backward, divide_last=False):
         self.name = name
         self.compute = compute
 
         def scaled_backward(node, g, x, t, *extra):
-            return backward(node, g * node.scale, x, t, *extra)
+            if not divide_last:
+                return backward(node, g * node.scale, x, t, *extra)
+            # torch's formula multiplies by grad, then div_(numel), in the
+            # gradient's own dtype (a float64 input keeps float64's 1/3)
+            grads = backward(node, g, x, t, *extra)
+            if node.count is None:
+                return grads
+            return tuple(None if r is None else r / node.count for r in grads)
         self.node = rec.node_class(node_name, scaled_backward)
 
     def __call__(self, x, t, reduction, dt, out_dtype=None, extra=(), **params):
@@ -63,6 +71,8 @@ class PointwiseLoss:
         arrays = [None if e is None else as_array(e, dt) for e in extra]
         a, b = as_array(x, dt), as_array(t, dt)
         loss = np.asarray(quietly(lambda: self.compute(a, b, *arrays, **params)), dt)
+        if out_dtype is not None:
+            loss = loss.astype(out_dtype, copy=False)      # torch reduces in the dtype it computed in
         out = quietly(reduce_array, loss, reduction)
         if reduction == "none":
             # laid out as TensorIterator lays out its elementwise kernel's output
@@ -73,6 +83,7 @@ class PointwiseLoss:
         if rec.needs_grad(x, t):
             node = rec.record(self.node, (x, t), result)
             node.scale = reduction_scale(reduction, loss.size)
+            node.count = loss.size if reduction == "mean" else None
             node.params = params
             node._saved = (rec.save(x), rec.save(t)) + tuple(rec.save(e) for e in extra)
         return result
@@ -309,13 +320,19 @@ def _log_sigmoid_array(a):
     return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
 
 
-def _bce_logits_compute(x, y, w=None, pw=None, input_dtype=None):
-    # torch takes log_sigmoid in the input's own dtype, then promotes.
-    log_sig = _log_sigmoid_array(x.astype(input_dtype, copy=False)).astype(x.dtype, copy=False)
+def _bce_logits_compute(x, y, w=None, pw=None, input_dtype=None, loss_dtype=None):
+    # torch: log_sigmoid in the input's own dtype (times the pos_weight
+    # factor, in place), then (1 - target).mul_(input).sub_(log_sigmoid)
+    # .mul_(weight): each step in place, so rounded to the target's dtype
+    log_sig = _log_sigmoid_array(x.astype(input_dtype, copy=False))
     if pw is not None:
-        log_sig = log_sig * ((pw - 1) * y + 1)
-    loss = (1 - y) * x - log_sig
-    return loss if w is None else loss * w
+        log_sig = (log_sig.astype(x.dtype) * ((pw - 1) * y + 1)).astype(input_dtype)
+    loss = (1 - y).astype(loss_dtype)
+    loss = (loss.astype(x.dtype) * x).astype(loss_dtype)
+    loss = (loss.astype(x.dtype) - log_sig.astype(x.dtype)).astype(loss_dtype)
+    if w is not None:
+        loss = (loss.astype(x.dtype) * w).astype(loss_dtype)
+    return loss
 
 
 def _bce_logits_backward(node, gs, x, t, w=None, pw=None):
@@ -325,9 +342,11 @@ def _bce_logits_backward(node, gs, x, t, w=None, pw=None):
         if pw is not None:
             pt = pw * t
             grad_x = (pt + 1 - t) * x.sigmoid() - pt
+            if not grad_mode.is_grad_enabled():
+                grad_x = grad_x.to(pt.dtype)    # torch's in-place steps keep pos_weight * target's dtype
         else:
             grad_x = x.sigmoid() - t
-        grad_x = grad_x * gs if w is None else grad_x * gs * w
+        grad_x = (grad_x if w is None else grad_x * w) * gs     # torch: mul_(weight), then mul_(grad)
     if node.needs(1):
         grad_t = logsigmoid(-x) - logsigmoid(x) * pw if pw is not None else -x
         grad_t = grad_t * gs if w is None else grad_t * gs * w
@@ -335,7 +354,7 @@ def _bce_logits_backward(node, gs, x, t, w=None, pw=None):
 
 
 _BCE_LOGITS = PointwiseLoss("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward",
-                            _bce_logits_compute, _bce_logits_backward)
+                            _bce_logits_compute, _bce_logits_backward, divide_last=True)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -363,7 +382,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
                                "non-singleton dimension" % (list(shape), list(value._data.shape)))
     extra = tuple(None if v is None else v.detach() for v in (weight, pos_weight))
-    return _BCE_LOGITS(x, t, reduction, dt, out_dtype, extra, input_dtype=x._data.dtype)
+    return _BCE_LOGITS(x, t, reduction, dt, out_dtype, extra, input_dtype=x._data.dtype, loss_dtype=out_dtype)
 
 
 # -- kl_div (composite in torch) --------------------------------------------------------------

@@ -7,6 +7,7 @@ this module gives them torch.nn.functional's names and signatures.
 import math
 import warnings
 
+from cextend._checks import ArgumentError     # a ValueError, and the RuntimeError torch raises
 from cextend._memory_format import like_input_format
 from cextend._ops.linalg import linear  # noqa: F401  (input (*, in) . weight^T + bias, on the C kernels)
 from cextend._ops.nn_activation import (celu, celu_, elu, elu_, gelu, hardtanh, hardtanh_,  # noqa: F401
@@ -100,8 +101,8 @@ def _batched(input, op, batched_dim, what):
         return input, False
     if input.dim() == batched_dim - 1:
         return input.unsqueeze(0), True
-    raise ValueError("%s: expected %dD (unbatched) or %dD (batched) input %s, but got input of size: %s"
-                     % (op, batched_dim - 1, batched_dim, what, list(input.shape)))
+    raise ArgumentError("%s: expected %dD (unbatched) or %dD (batched) input %s, but got input of size: %s"
+                        % (op, batched_dim - 1, batched_dim, what, list(input.shape)))
 
 
 # torch's names for dtypes in its conv messages: the C++ type, and the legacy tensor type.
@@ -190,7 +191,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, unbatched = _batched(input, "conv1d", 3, "(N, C_in, L)")
     _tensor(weight, "weight", "conv1d")
     if weight.dim() != 3:
-        raise ValueError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
+        raise ArgumentError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     y = _conv2d_any(contiguous_input(x).unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                     (1, _single(dilation, "dilation")), groups).squeeze(2)
