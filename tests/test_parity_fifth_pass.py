@@ -515,3 +515,21 @@ def test_bce_with_logits_gradient_of_a_float64_input_keeps_float64_precision(red
     if reduction == "mean":
         want = want / a.size
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15, atol=1e-17)
+
+
+def test_an_old_batch_norm_checkpoint_without_the_counter_loads():
+    # a plain dict carries no version: torch treats it as a checkpoint from
+    # before num_batches_tracked and keeps the module's own counter
+    bn = torch.nn.BatchNorm1d(2)
+    bn.num_batches_tracked += 3
+    old = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+    assert str(bn.load_state_dict(old)) == "<All keys matched successfully>"
+    assert bn.num_batches_tracked.item() == 3
+    current = bn.state_dict()                   # version 2: the counter is required
+    assert current._metadata[""] == {"version": 2}
+    del current["num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "num_batches_tracked"'):
+        bn.load_state_dict(current)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+    assert list(model.state_dict()._metadata.items()) == [("", {"version": 1}), ("0", {"version": 1}),
+                                                          ("1", {"version": 2})]

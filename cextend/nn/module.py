@@ -69,6 +69,7 @@ class Module:
     """Subclass and define forward(); assign Parameters, Modules and buffers as attributes."""
 
     training: bool
+    _version = 1        # saved in state_dict's _metadata, read back by _load_from_state_dict
 
     def __init__(self, *args, **kwargs):
         if kwargs:
@@ -413,6 +414,11 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):
+            # each module's version, as torch's: a checkpoint without it is
+            # an old one, which a module may upgrade (BatchNorm's counter)
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -499,10 +505,13 @@ class Module:
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError("Expected state_dict to be dict-like, got {}.".format(type(state_dict)))
         missing_keys, unexpected_keys, error_msgs = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
 
         def load(module, local_state_dict, prefix=""):
-            local_metadata = {"assign_to_params_buffers": True} if assign else {}
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = True
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
