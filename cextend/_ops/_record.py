@@ -122,10 +122,16 @@ def stand_for(result, name, fused=True):
     if node is None:
         return result
     below = node.next_functions[0][0] if node.next_functions else None
-    if fused and below is not None and not isinstance(below, AccumulateGrad):
-        node._fused = below
-    node.__class__ = renamed(type(node), name)
+    act_as(node, name, below if fused and not isinstance(below, AccumulateGrad) else None)
     return result
+
+
+def act_as(node, name, fused=None):
+    """node renamed torch's `name`; fused: the node whose saved tensors
+    torch's one node would hold (the engine reads and frees them with it)."""
+    if fused is not None:
+        node._fused = fused
+    node.__class__ = renamed(type(node), name)
 
 
 def zeros_grad(g):
@@ -525,10 +531,8 @@ def inplace_via(function, expanded_ok=False):
         if result._grad_fn is not None and node is not None:
             from cextend.autograd.views import CopySlices
             copy_node = node.fn if type(node) is CopySlices else node
-            if copy_node is not None:
-                copy_node._fused = result._grad_fn
-                # named as torch's one node for x.op_() (LogitBackward0)
-                copy_node.__class__ = renamed(type(copy_node), type(result._grad_fn).__name__)
+            if copy_node is not None:       # torch's one node for x.op_() is op's (LogitBackward0)
+                act_as(copy_node, type(result._grad_fn).__name__, result._grad_fn)
         return done
     return inplace
 

@@ -243,8 +243,9 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # a builtin node only unpacks its saved tensors (checking
                 # their versions) and computes nothing, so a derivative torch
                 # lacks does not raise; a custom Function's backward runs
-                # x.op_() recorded as x.copy_(op(x)): torch's one node is
-                # op's, so its saved tensors are read and freed here too
+                # a node standing for torch's one node (x.op_() recorded as
+                # x.copy_(op(x)), mv as mm then squeeze: rec.act_as): the
+                # node that saved the operands is read and freed here too
                 fused = getattr(getattr(node, "fn", node), "_fused", None)
                 if node.computes_unwanted_outputs:
                     _run(node, grads)
