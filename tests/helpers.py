@@ -3,8 +3,12 @@
 One sample-input generator feeds every kernel test: `layouts` yields the
 same values in every memory layout a user can hand us.
 """
+import os
+import shutil
+
 import numpy as np
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = (np.float32, np.float64)
 
 
@@ -73,3 +77,16 @@ def layouts(a):
     wide[:, ::2] = a
     yield "column_sliced", wide[:, ::2]
     yield "negative_strides", a[::-1, ::-1].copy()[::-1, ::-1]
+
+
+# What a user's build leaves in an example's folder (build.py's _ext/,
+# setuptools' build/ and egg-info, compiled modules): a test copies the
+# sources, never a build made by following the README in the checkout.
+BUILD_PRODUCTS = shutil.ignore_patterns("_ext", "build", "dist", "*.egg-info", "*.so", "*.o",
+                                        "__pycache__", ".pytest_cache")
+
+
+def copy_sources(relative, dest):
+    """A copy of ROOT/relative (e.g. examples/script) without build products."""
+    shutil.copytree(os.path.join(ROOT, relative), str(dest), ignore=BUILD_PRODUCTS)
+    return dest

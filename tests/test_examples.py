@@ -9,6 +9,8 @@ import sysconfig
 
 import pytest
 
+from helpers import copy_sources
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -28,7 +30,7 @@ def pytest_in(directory, *files, extra_path=()):
 
 def test_script_example_builds_and_passes(tmp_path):
     work = tmp_path / "script"
-    shutil.copytree(os.path.join(ROOT, "examples", "script"), work)
+    copy_sources("examples/script", work)
     run([sys.executable, "build.py"], work)
     assert any(name.startswith("_my_lib") for name in os.listdir(work / "_ext" / "my_lib"))
     assert "2 passed" in pytest_in(str(work), "test.py")
@@ -62,7 +64,7 @@ def test_package_example_installs_and_passes_with_the_readme_commands(tmp_path):
     assert commands == ["cd examples/package", "python -m pip install --no-build-isolation .",
                         "python -m pytest test.py"], commands
     checkout = tmp_path / "checkout"
-    shutil.copytree(os.path.join(ROOT, "examples"), str(checkout / "examples"))
+    copy_sources("examples", checkout / "examples")
     python = fresh_venv(tmp_path / "venv")
     folder = checkout / commands[0].split()[1]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

@@ -1,6 +1,5 @@
 """Legacy code: the TH shim through create_extension, and the old spellings."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 import cextend as cx
+from helpers import copy_sources
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -150,7 +150,7 @@ def test_adopted_storage_is_freed(th_ops):
 
 def test_legacy_example_builds_and_passes(tmp_path):
     work = tmp_path / "legacy"
-    shutil.copytree(os.path.join(ROOT, "examples", "legacy"), work)
+    copy_sources("examples/legacy", work)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work), ROOT]))
     subprocess.run([sys.executable, "build.py"], cwd=work, check=True, capture_output=True, env=env)
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test.py"],

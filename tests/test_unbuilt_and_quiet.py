@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from helpers import copy_sources
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -22,7 +24,7 @@ def python(code, cwd, extra_path=()):
 def script(tmp_path):
     """A copy of examples/script, not built."""
     work = tmp_path / "script"
-    shutil.copytree(os.path.join(ROOT, "examples", "script"), str(work))
+    copy_sources("examples/script", work)
     return work
 
 
@@ -61,7 +63,7 @@ def test_a_wrapper_without_its_compiled_module_says_how_to_build(script):
 
 def test_an_unbuilt_package_points_at_pip_install(tmp_path):
     package = tmp_path / "package"
-    shutil.copytree(os.path.join(ROOT, "examples", "package"), str(package))
+    copy_sources("examples/package", package)
     result = python("import cextend\nimport my_package._ext.my_lib", package, extra_path=[str(package / "src")])
     last = result.stderr.strip().splitlines()[-1]
     assert "this C extension has not been built" in last, result.stderr

@@ -207,22 +207,12 @@ def _gelu_backward(node, g, x):
     return g * (cdf + x * pdf)
 
 
+# ATen's kernel's formula, 0.5 * x * (1 + erf(x / sqrt 2)), on every input.
+# torch sends some float32 inputs to oneDNN instead, whose answers at the
+# float32 overflow edge (x >= 2**127, +inf) and zero signs (gelu(-0.0),
+# gelu(-40)) depend on the CPU: those are unspecified, never imitated.
 _GELU_FLOAT_COMPUTE = _float_compute(_gelu_compute)
-_FLOAT32_HALF_MAX = np.float32(2.0 ** 127)
-
-
-def _gelu_dispatch(a, approximate):
-    """torch sends a contiguous float32 input of more than one element with
-    approximate='none' to oneDNN, whose gelu computes x * (1 + erf) before
-    halving (inf from 2**127 up) and gives NaN at +inf; every other input
-    takes ATen's kernel (inf at +inf).  Match both."""
-    out = _GELU_FLOAT_COMPUTE(a, approximate=approximate)
-    if approximate == "none" and a.dtype == np.float32 and a.size > 1 and a.flags.c_contiguous:
-        out = np.where(a >= _FLOAT32_HALF_MAX, np.where(a == np.inf, np.float32(np.nan), np.float32(np.inf)), out)
-    return out
-
-
-_GELU = Activation("gelu", "GeluKernelImpl", _gelu_dispatch, _gelu_backward)
+_GELU = Activation("gelu", "GeluKernelImpl", _GELU_FLOAT_COMPUTE, _gelu_backward)
 
 
 def gelu(input, approximate="none"):

@@ -227,6 +227,9 @@ UNSPECIFIED = [
                 "cextend's kernels add to +0.0",
                 ("matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "einsum", "call_einsum", "tensordot",
                  "addmm", "addbmm", "baddbmm", "addmv", "linear", "call_linear", "chain_matmul"), None),
+    Unspecified("zero sign of gelu", "torch sends some float32 gelu calls to oneDNN, whose zero signs "
+                "depend on the CPU (gelu(-0.0) and gelu(-40.0) are -0.0 on AVX-512 and +0.0 on AVX2); "
+                "cextend's follow ATen's formula", ("gelu", "call_gelu"), None),
 ]
 
 
@@ -323,6 +326,11 @@ NAN_SIGNS = ("signbit",)
 # Welford rounding noise (1e-17) in torch, which a later pow or division
 # turns into inf against 4e25: such rows are kept out too.
 CONSTANT_ROWS = ("layer_norm",)
+# float32 gelu from 2**127 up (+inf included): torch's oneDNN path computes
+# x * (1 + erf) before halving on some CPUs (inf, and NaN at +inf) and not
+# on others, where ATen's formula (cextend's) gives x and inf.  The answer
+# is CPU-dependent, so the generator keeps such values out of gelu.
+OVERFLOW_EDGE = ("gelu",)
 # layer_norm with an infinite or NaN weight or bias: where a value equals its
 # row's mean, the normalised value is 0 in exact arithmetic; torch's Welford
 # mean may round off it (inf * 1e-17 = inf), cextend's exact sum does not

@@ -18,7 +18,8 @@ from cextend._ops.registry import OPS, Const
 
 from . import calls
 from . import values as V
-from .allowlist import CONSTANT_ROWS, FINITE_PARAMETERS, NAN_BUGS, NAN_SIGNS, PADDED_CONVS, POLES, TORCH_BUGS
+from .allowlist import (CONSTANT_ROWS, FINITE_PARAMETERS, NAN_BUGS, NAN_SIGNS, OVERFLOW_EDGE, PADDED_CONVS, POLES,
+                        TORCH_BUGS)
 from .features import writable
 from .program import Stmt
 
@@ -191,8 +192,8 @@ def _argument(gen, info, a, plan, position, inplace_target):
 
 def steer_clear(gen, name, args, kwargs=None):
     """Keep away from where torch itself is wrong or both are noise (the
-    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, NAN_BUGS, NAN_SIGNS, CONSTANT_ROWS and
-    FINITE_PARAMETERS):
+    allowlist's TORCH_BUGS, POLES, PADDED_CONVS, NAN_BUGS, NAN_SIGNS, CONSTANT_ROWS,
+    FINITE_PARAMETERS and OVERFLOW_EDGE):
     may rewrite args; False to give up.  kwargs: the sample's keyword values
     (not their sources)."""
     values = [gen.value(a) for a in args]
@@ -208,6 +209,10 @@ def steer_clear(gen, name, args, kwargs=None):
     if name in FINITE_PARAMETERS:
         for i, t in tensors:
             if i > 0 and t.dtype.is_floating_point and not bool(t.detach().isfinite().all()):
+                return False
+    if name in OVERFLOW_EDGE:
+        for _, t in tensors:
+            if str(t.dtype) == "torch.float32" and bool((t.detach() >= 2.0 ** 127).any()):
                 return False
     if name in CONSTANT_ROWS and tensors and _has_constant_row(tensors[0][1], values[1] if len(values) > 1 else None):
         return False
