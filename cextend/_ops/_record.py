@@ -13,7 +13,6 @@ import numpy as np
 from cextend._overlap import check_no_partial
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
-from cextend.autograd import graph as graph_state
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.autograd.graph import FREED_MESSAGE, AccumulateGrad, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
@@ -191,23 +190,28 @@ def _reads_node(name):
 
 
 class ReadGroup:
-    """Nodes standing for one torch node: freed together (see reads_through)."""
-    released_in = None
+    """Nodes standing for one torch node: freed together (see reads_through).
+    The pass that frees one may still run the others; the group is freed
+    for later passes when that pass ends (engine.execute)."""
+    freed = False
+
+    def free(self):
+        self.freed = True
 
 
 class _ReadsNode(BuiltinNode):
     group = None
 
     def apply(self, grads):
-        group = self.group
-        if group is not None and group.released_in not in (None, graph_state.current_pass[0]):
+        if self.group is not None and self.group.freed:
             raise RuntimeError(FREED_MESSAGE)
         return BuiltinNode.apply(self, grads)
 
     def _release(self):
         BuiltinNode._release(self)
         if self.group is not None and self._saved is _FREED:
-            self.group.released_in = graph_state.current_pass[0]
+            return self.group.free
+        return None
 
 
 def not_implemented(name, message, error=RuntimeError):

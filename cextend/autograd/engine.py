@@ -18,7 +18,7 @@ import heapq
 import numpy as np
 
 from cextend.autograd import grad_mode
-from cextend.autograd.graph import AccumulateGrad, accumulate_into, gradient_edge
+from cextend.autograd.graph import AccumulateGrad, accumulate_into, grad_lock, gradient_edge
 
 UNDEFINED = object()     # a root gradient that is "undefined" (None), for gradcheck
 
@@ -179,8 +179,6 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     run_captured: run the captured nodes too (backward(inputs=...)).
     """
     from cextend.tensor import Tensor
-    from cextend.autograd import graph as _graph_state
-    _graph_state.current_pass[0] = next(_graph_state._passes)
     buffers = {}
     root_nodes = []
     for (node, nr), g in roots:
@@ -201,6 +199,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
+    at_end = []         # what this pass's releases finish when it ends (see Node._release)
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
@@ -221,7 +220,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     results = _run(node, grads)
                 if not retain_graph:
-                    node._release()
+                    _release(node, at_end)
                 metas = node._input_meta
                 for i, g in enumerate(results):
                     if g is None:
@@ -252,11 +251,11 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     node._unpack_saved()
                 if not retain_graph:
-                    node._release()
+                    _release(node, at_end)
                 if fused is not None:
                     fused._unpack_saved()
                     if not retain_graph:
-                        fused._release()
+                        _release(fused, at_end)
             for child, _ in edges:
                 if child is not None:
                     left = dependencies.get(child)
@@ -267,9 +266,17 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                             heappush(ready, (-child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
+        for finish in at_end:
+            finish()
     if capture is None:
         return None
     return [captured.get(edge) for edge in capture]
+
+
+def _release(node, at_end):
+    finish = node._release()
+    if finish is not None:
+        at_end.append(finish)
 
 
 def _lone_root_hooks(node, grads, create_graph):
@@ -291,7 +298,8 @@ def _retain_grads(node, grads):
             tensor = ref()
             if tensor is not None and g is not None:
                 # torch's retains_grad hook: a private copy, then out-of-place sums.
-                tensor._grad = g.clone() if tensor._grad is None else tensor._grad + g
+                with grad_lock(tensor):
+                    tensor._grad = g.clone() if tensor._grad is None else tensor._grad + g
 
 
 def _ones_like(t):

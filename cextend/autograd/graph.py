@@ -14,6 +14,7 @@ leaf's AccumulateGrad node is held by the graph, the leaf only keeps a
 weak reference to it.
 """
 import itertools
+import threading
 import weakref
 
 import numpy as np
@@ -24,8 +25,6 @@ from cextend._overlap import non_overlapping_and_dense
 from cextend.autograd.grad_mode import is_grad_enabled
 
 _sequence = itertools.count()
-_passes = itertools.count(1)
-current_pass = [0]      # which backward pass is running (engine.execute numbers them)
 
 
 class RemovableHandle:
@@ -82,7 +81,9 @@ class Node:
         """Read the saved tensors (their version checks) without computing."""
 
     def _release(self):
-        """Free what backward needed (saved tensors) once the graph is consumed."""
+        """Free what backward needed (saved tensors) once the graph is consumed.
+        May return a function the running pass calls when it ends (a group
+        of nodes standing for one of torch's is freed for later passes)."""
 
     def _retain(self, output_nr, tensor):
         if self._retained is None:
@@ -135,8 +136,26 @@ class AccumulateGrad(Node):
         return ()
 
 
+_LOCK_FOR_LOCKS = threading.Lock()
+
+
+def grad_lock(tensor):
+    """The lock guarding tensor.grad, made on first use (torch's
+    AccumulateGrad holds one mutex per variable): backward() in several
+    threads into one shared parameter must not lose an update while numpy
+    adds with the GIL released."""
+    lock = tensor.__dict__.get("_grad_lock")
+    if lock is None:
+        with _LOCK_FOR_LOCKS:
+            lock = tensor.__dict__.get("_grad_lock")
+            if lock is None:
+                lock = tensor.__dict__["_grad_lock"] = threading.Lock()
+    return lock
+
+
 def accumulate_into(tensor, grad):
-    """tensor.grad += grad, as torch's AccumulateGrad does it.
+    """tensor.grad += grad, as torch's AccumulateGrad does it, under the
+    leaf's grad lock.
 
     The first gradient is stored as a private copy (never the incoming
     object, which the caller or another leaf may hold).  Later ones are
@@ -145,18 +164,19 @@ def accumulate_into(tensor, grad):
     """
     if grad is None:
         return
-    current = tensor._grad
-    if current is None:
-        if is_grad_enabled():
-            tensor._grad = grad.clone()     # recorded: .grad differentiates through it
+    with grad_lock(tensor):
+        current = tensor._grad
+        if current is None:
+            if is_grad_enabled():
+                tensor._grad = grad.clone()     # recorded: .grad differentiates through it
+            else:
+                from cextend.tensor import _wrap
+                tensor._grad = _wrap(_obeying_layout_contract(grad._data, tensor._data))
+        elif is_grad_enabled() or not current._data.flags.writeable:
+            tensor._grad = current + grad
         else:
-            from cextend.tensor import _wrap
-            tensor._grad = _wrap(_obeying_layout_contract(grad._data, tensor._data))
-    elif is_grad_enabled() or not current._data.flags.writeable:
-        tensor._grad = current + grad
-    else:
-        quietly(np.add, current._data, grad._data, current._data)
-        current._version_counter[0] += 1
+            quietly(np.add, current._data, grad._data, current._data)
+            current._version_counter[0] += 1
 
 
 def _obeying_layout_contract(grad, variable):
