@@ -121,6 +121,7 @@ class Tensor:
     _grad_fn_version = 0        # views: the version at which _grad_fn was last right
     _accumulator = None         # leaves: weakref to the AccumulateGrad node
     _hooks = None               # leaves: Tensor.register_hook hooks
+    _post_accumulate_hooks = None   # leaves: register_post_accumulate_grad_hook hooks
     _retains_grad = False       # retain_grad() was called (it follows in-place rebases)
     __array_priority__ = 1000
     __array_ufunc__ = None      # numpy defers to Tensor's reflected operators
@@ -263,6 +264,19 @@ class Tensor:
             self._hooks = []
         self._hooks.append(hook)
         return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after a gradient is accumulated into this leaf's
+        .grad (an optimizer step per parameter, as in torch)."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        from cextend.autograd.graph import RemovableHandle
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = []
+        self._post_accumulate_hooks.append(hook)
+        return RemovableHandle(self._post_accumulate_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' .grad."""

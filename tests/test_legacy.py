@@ -186,7 +186,10 @@ def test_legacy_spellings():
     from cextend.autograd import Variable
     from cextend.nn.modules.module import Module
     t = cx.randn(2)
-    assert Variable(t) is t
+    v = Variable(t)         # torch's Variable(t) is t.detach(): a new leaf on t's storage
+    assert v is not t and isinstance(v, Variable) and isinstance(t, Variable) and type(v) is cx.Tensor
+    v.add_(1)
+    assert t.tolist() == v.tolist()
     assert Variable(cx.randn(2), requires_grad=True).requires_grad
     with pytest.warns(UserWarning, match="volatile was removed"):
         Variable(t, volatile=True)

@@ -492,14 +492,30 @@ def narrow(input, dim, start, length):
     x = require_tensor(input, "narrow")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
-    if hasattr(start, "_data"):
-        start = int(start.item())
+    start = _narrow_index(start, "start")
+    length = _narrow_index(length, "length")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
+    if not 0 <= start <= size or start + length > size:
         raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)." % (start, length, size))
     key = (slice(None),) * d + (slice(start, start + length),)
     return _slice_view(x, x._data[key], lambda t: t[key], _SliceNode)
+
+
+def _narrow_index(value, name):
+    """narrow's start or length: an int, or as torch also takes, a 0-dim
+    integral (not bool) Tensor; never a float, a bool or a longer tensor."""
+    if hasattr(value, "_data"):
+        data = value._data
+        if data.ndim != 0 or data.dtype.kind not in "iu":
+            raise RuntimeError("%s must be an 0-dim integral Tensor." % name)
+        return int(data)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError("narrow(): argument '%s' must be int or a 0-dim integral Tensor, not %s"
+                        % (name, type(value).__name__))
+    return int(value)
 
 
 register("narrow", narrow, samples=lambda rng: iter([Sample(rng.standard_normal((4, 5)), 1, 1, 3),

@@ -18,7 +18,7 @@ import heapq
 import numpy as np
 
 from cextend.autograd import grad_mode
-from cextend.autograd.graph import AccumulateGrad, accumulate_into, grad_lock, gradient_edge
+from cextend.autograd.graph import AccumulateGrad, grad_lock, gradient_edge
 
 UNDEFINED = object()     # a root gradient that is "undefined" (None), for gradcheck
 
@@ -156,13 +156,20 @@ def _tensor_hooks(node, grads):
     return grads
 
 
-def _run(node, grads):
+def _run(node, grads, compute=True):
+    """node.apply(grads) between its pre- and post-hooks.  compute=False:
+    nothing it would return is wanted; a builtin node then only reads its
+    saved tensors (their version checks) and returns no gradients."""
     if node._pre_hooks:
         for hook in list(node._pre_hooks):
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(new)
-    results = node.apply(grads)
+    if compute:
+        results = node.apply(grads)
+    else:
+        node._unpack_saved()
+        results = (None,) * len(node.next_functions)
     if node._post_hooks:
         for hook in list(node._post_hooks):
             new = hook(tuple(results), tuple(grads))
@@ -213,8 +220,11 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 for nr, g in enumerate(grads):
                     captured[(node, nr)] = g
             edges = node.next_functions
-            if capture is None or (type(node) is not AccumulateGrad and
-                                   any(c in needed for c, _ in edges)):
+            if capture is None or (type(node) is not AccumulateGrad and any(c in needed for c, _ in edges)) \
+                    or (run_captured and type(node) is AccumulateGrad and node in target_nodes):
+                # backward(inputs=[leaf]) accumulates through the leaf's own
+                # node, as torch's does: its pre-, post- and post-accumulate
+                # hooks run
                 if node._pre_hooks is None and node._post_hooks is None:
                     results = node.apply(grads)
                 else:
@@ -245,11 +255,13 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # a node standing for torch's one node (x.op_() recorded as
                 # x.copy_(op(x)), mv as mm then squeeze: rec.act_as): the
                 # node that saved the operands is read and freed here too
+                # (its pre- and post-hooks run either way, the post-hooks
+                # seeing no gradients)
                 fused = getattr(getattr(node, "fn", node), "_fused", None)
                 if node.computes_unwanted_outputs:
                     _run(node, grads)
                 else:
-                    node._unpack_saved()
+                    _run(node, grads, compute=False)
                 if not retain_graph:
                     _release(node, at_end)
                 if fused is not None:
@@ -326,12 +338,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     for t in inputs:
         if t.grad_fn is not None:
             t.retain_grad()     # as torch: a non-leaf input keeps its .grad from now on
-    with grad_mode.set_grad_enabled(create_graph):
-        accumulated = set()     # inputs=[x, x] accumulates into x once, as torch does
-        for t, g in zip(inputs, execute(roots, retain_graph, create_graph, capture=edges, run_captured=True)):
-            if t.grad_fn is None and id(t) not in accumulated:
-                accumulated.add(id(t))
-                accumulate_into(t, g)
+    # leaves accumulate in the pass, through their AccumulateGrad nodes
+    # (inputs=[x, x] runs x's node, and so accumulates, once, as in torch)
+    execute(roots, retain_graph, create_graph, capture=edges, run_captured=True)
 
 
 def _input_edges(inputs, Tensor):

@@ -4,6 +4,8 @@ The switch is thread-local, as torch's is, so a thread evaluating without
 gradients does not change another thread's graph building.
 """
 import functools
+import inspect
+import sys
 import threading
 
 class _GradState(threading.local):
@@ -37,11 +39,7 @@ class _GradModeContext:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorated(self.__class__, fn)
 
 
 class no_grad(_GradModeContext):
@@ -70,9 +68,40 @@ class set_grad_enabled(_GradModeContext):
     def __call__(self, fn):
         mode = self._mode
         _set_enabled(self._previous)
+        return _decorated(lambda: set_grad_enabled(mode), fn)
 
+
+def _decorated(make_context, fn):
+    """fn run inside a fresh make_context() each call.  A generator function's
+    body runs inside it step by step, as torch's decorators do: the caller's
+    own grad mode holds between the steps, and close() and throw() reach the
+    generator inside the context too."""
+    if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        def generator(*args, **kwargs):
+            inner = fn(*args, **kwargs)
+            try:
+                with make_context():
+                    value = next(inner)
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        with make_context():
+                            inner.close()
+                        raise
+                    except BaseException:
+                        with make_context():
+                            value = inner.throw(*sys.exc_info())
+                    else:
+                        with make_context():
+                            value = inner.send(sent)
+            except StopIteration as stop:
+                return stop.value
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_context():
+            return fn(*args, **kwargs)
+    return wrapper

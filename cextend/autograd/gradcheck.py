@@ -53,6 +53,7 @@ def _evaluate(func, inputs):
 def _numerical_jacobians(func, inputs, diff_inputs, output_mask, eps):
     """J[j][i]: (numel of input j, numel of output i), by central differences."""
     jacobians = []
+    shapes = [o.shape for o in _evaluate(func, inputs)]
     for x in diff_inputs:
         data = x._data
         rows = None
@@ -64,6 +65,7 @@ def _numerical_jacobians(func, inputs, diff_inputs, output_mask, eps):
             data[index] = original + eps
             plus = _evaluate(func, inputs)
             data[index] = original
+            _check_perturbed_shapes(minus, plus, shapes, eps, tuple(int(i) for i in index))
             diffs = [((p - m) / (2 * eps)).ravel() for p, m, keep in zip(plus, minus, output_mask) if keep]
             if rows is None:
                 rows = [np.zeros((data.size, d.size)) for d in diffs]
@@ -73,6 +75,27 @@ def _numerical_jacobians(func, inputs, diff_inputs, output_mask, eps):
             rows = [np.zeros((0, o.size)) for o, keep in zip(_evaluate(func, inputs), output_mask) if keep]
         jacobians.append(rows)
     return jacobians
+
+
+def _check_perturbed_shapes(minus, plus, shapes, eps, index=None):
+    """Finite differences mean nothing where a perturbation changes an
+    output's shape (func depends on its inputs' values that way): raise, as
+    torch's gradcheck does, rather than subtract misaligned outputs."""
+    where = "" if index is None else " on index %s" % (index,)
+    for m, p, shape in zip(minus, plus, shapes):
+        if m.shape != p.shape:
+            raise AssertionError("Expected `func` to return outputs with the same shape when inputs are "
+                                 "perturbed%s by %s, but got: shapes %s and %s."
+                                 % (where, eps, _size(m.shape), _size(p.shape)))
+        if m.shape != shape:
+            raise RuntimeError("Expected `func` to return outputs of the same shape with and without "
+                               "perturbing its inputs%s by %s, but got: shapes %s unperturbed and %s "
+                               "perturbed." % (where, eps, _size(shape), _size(m.shape)))
+
+
+def _size(shape):
+    from cextend.tensor import Size        # tensor.py imports autograd: resolved at call time
+    return Size(shape)
 
 
 def _analytical_jacobians(outputs, diff_inputs, check_grad_dtypes):
@@ -229,15 +252,19 @@ def _fast_check(func, inputs, diff_inputs, eps, atol, rtol, nondet_tol):
     Tensor = _tensor_cls()
     keep = [isinstance(o, Tensor) and o.requires_grad
             for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
+    shapes = [o.shape for o in _evaluate(func, inputs)]
     for x in diff_inputs:
         v = rng.standard_normal(x._data.shape)
         v /= max(np.linalg.norm(v), 1e-300)
         original = np.array(x._data, copy=True)      # a host copy, also of a device tensor
         x._data[...] = original - eps * v
-        minus = [m for m, k in zip(_evaluate(func, inputs), keep) if k]
+        minus = _evaluate(func, inputs)
         x._data[...] = original + eps * v
-        plus = [p for p, k in zip(_evaluate(func, inputs), keep) if k]
+        plus = _evaluate(func, inputs)
         x._data[...] = original
+        _check_perturbed_shapes(minus, plus, shapes, eps)
+        minus = [m for m, k in zip(minus, keep) if k]
+        plus = [p for p, k in zip(plus, keep) if k]
         for out, p, m in zip(outputs, plus, minus):
             u = rng.standard_normal(out._data.shape)
             u /= max(np.linalg.norm(u), 1e-300)

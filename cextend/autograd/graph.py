@@ -133,6 +133,10 @@ class AccumulateGrad(Node):
                 # an in-place op after detach_() gave the leaf a history
                 raise RuntimeError("leaf variable has been moved into the graph interior")
             accumulate_into(self.variable, grads[0])
+            hooks = self.variable._post_accumulate_hooks
+            if hooks:
+                for hook in list(hooks):
+                    hook(self.variable)
         return ()
 
 
