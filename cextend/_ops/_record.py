@@ -14,7 +14,7 @@ from cextend._overlap import check_no_partial
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
-from cextend.autograd.graph import FREED_MESSAGE, AccumulateGrad, Node, SavedTensor, _sequence, gradient_edge
+from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
 
 NO_EDGE = (None, 0)
@@ -112,27 +112,6 @@ def renamed(cls, name):
 _RENAMED = {}
 
 
-def stand_for(result, name, fused=True):
-    """result's node (an op composed last, as matmul's squeeze) made to act
-    as torch's one node `name`: named so, and (fused) with the node below it
-    (the one that saved the operands) read and freed with it where backward
-    runs it with nothing wanted (backward(inputs=[result]))."""
-    node = result._grad_fn
-    if node is None:
-        return result
-    below = node.next_functions[0][0] if node.next_functions else None
-    act_as(node, name, below if fused and not isinstance(below, AccumulateGrad) else None)
-    return result
-
-
-def act_as(node, name, fused=None):
-    """node renamed torch's `name`; fused: the node whose saved tensors
-    torch's one node would hold (the engine reads and frees them with it)."""
-    if fused is not None:
-        node._fused = fused
-    node.__class__ = renamed(type(node), name)
-
-
 def zeros_grad(g):
     """An exact zero gradient shaped like g, outside any graph (torch's
     zeros_like(grad): an inf or NaN incoming gradient must not become NaN)."""
@@ -214,16 +193,17 @@ class _ReadsNode(BuiltinNode):
         return None
 
 
-def not_implemented(name, message, error=RuntimeError):
+def not_implemented(name, message, error=RuntimeError, whole_node=False):
     """A node for an op torch has no derivative for: backward raises, as torch's does.
-    torch's NotImplemented node ("derivative for aten::... is not
-    implemented") raises whenever it runs; a formula of not_implemented(...)
-    inside a generated node raises only where a gradient is wanted."""
+    whole_node: torch records its NotImplemented node ("derivative for
+    aten::... is not implemented"), which raises whenever it runs; else the
+    op's generated node holds a not_implemented(...) formula, which raises
+    only where a gradient is wanted."""
     def backward(node, grads, *saved):
         raise error(message)
     cls = node_class(name, backward, multi_output=True)
     cls.not_implemented = True
-    cls.computes_unwanted_outputs = message.startswith("derivative for aten::")
+    cls.computes_unwanted_outputs = whole_node
     return cls
 
 
@@ -521,22 +501,22 @@ def inplace_via(function, expanded_ok=False):
     The op reads a copy of x when it records history: what it saves must not
     be the tensor the copy_ overwrites (torch saves original_self alike)."""
     def inplace(self, *args, **kwargs):
+        from cextend._ops.indexing import _CopyNode, copy_into
         source = self.clone() if needs_grad(self) and grad_mode.is_grad_enabled() else self
         result = function(source, *args, **kwargs)
         if result._data.shape != self._data.shape:
             raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
                                % (list(self._data.shape), list(result._data.shape)))
-        if expanded_ok:
-            from cextend._ops.indexing import copy_into
-            done = copy_into(self, result, expanded_ok=True)
-        else:
-            done = self.copy_(result)
+        op_node = result._grad_fn
+        # torch's one node for x.op_() is op's (LogitBackward0): the copy is
+        # recorded under that name, and reads and frees op's node with its own
+        node_cls = _CopyNode if op_node is None else renamed(_CopyNode, type(op_node).__name__)
+        done = copy_into(self, result, expanded_ok=expanded_ok, node_cls=node_cls)
         node = self._grad_fn
-        if result._grad_fn is not None and node is not None:
-            from cextend.autograd.views import CopySlices
-            copy_node = node.fn if type(node) is CopySlices else node
-            if copy_node is not None:       # torch's one node for x.op_() is op's (LogitBackward0)
-                act_as(copy_node, type(result._grad_fn).__name__, result._grad_fn)
+        if op_node is not None and node is not None:
+            copy_node = getattr(node, "fn", node)       # a view's copy sits inside its CopySlices
+            if type(copy_node) is node_cls:
+                copy_node._fused = op_node
         return done
     return inplace
 

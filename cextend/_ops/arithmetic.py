@@ -554,11 +554,12 @@ _TRUNC_DIV = Binary("div", _trunc_divide, _zero_backward, saves=_keep_both,
 # floor_divide itself has no derivative in torch: backward through it raises.
 _FLOOR_DIVIDE = Binary("floor_divide", np.floor_divide, None, check=_integer_division_check)
 _FLOOR_DIVIDE.node = rec.not_implemented("FloorDivideBackward",
-                                         "derivative for aten::floor_divide is not implemented")
+                                         "derivative for aten::floor_divide is not implemented", whole_node=True)
 _FLOOR_DIVIDE.out_keeps_history = True
 # nor does remainder with a number as the dividend
 _RREMAINDER = Binary("remainder", _remainder, None, check=_remainder_check)
-_RREMAINDER.node = rec.not_implemented("RemainderBackward", "derivative for aten::remainder is not implemented")
+_RREMAINDER.node = rec.not_implemented("RemainderBackward", "derivative for aten::remainder is not implemented",
+                                       whole_node=True)
 
 
 @register("div", aliases=("divide", "true_divide"), samples=S.binary(positive_other=True),

@@ -252,9 +252,10 @@ def copy_(self, src, non_blocking=False):
     return copy_into(self, src)
 
 
-def copy_into(self, src, expanded_ok=False):
+def copy_into(self, src, expanded_ok=False, node_cls=_CopyNode):
     """copy_, where expanded_ok lets an op that torch runs on an expanded
-    self (index_fill_ and the like) write through it."""
+    self (index_fill_ and the like) write through it; node_cls: the copy's
+    node, when it stands for an in-place op's (rec.inplace_via)."""
     src = operand(src)
     if not is_tensor(src):
         raise TypeError("copy_(): argument 'src' must be Tensor, not %s" % type(src).__name__)
@@ -276,7 +277,7 @@ def copy_into(self, src, expanded_ok=False):
         check_no_partial(self._data, (src,))
     else:
         recording = rec.prepare_inplace(self, (src,), check_overlap=not same, differentiable=differentiable)
-    node = rec.connect(_CopyNode(), (self, src)) if recording else None
+    node = rec.connect(node_cls(), (self, src)) if recording else None
     source = src._data
     if type(self._data) is DeviceArray or type(source) is DeviceArray:
         _device_copy(self, source)

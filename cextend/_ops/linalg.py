@@ -8,7 +8,7 @@ import numpy as np
 
 from cextend import ops
 from cextend._ops import _record as rec
-from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.autograd.grad_mode import _state as _grad_state, no_grad
 from cextend.autograd import views
 from cextend.tensor import _wrap
 from cextend._ops._operands import is_tensor, require_tensor
@@ -154,6 +154,50 @@ def _batched(a, b, copies=(False, False)):
     return result
 
 
+def _dot_backward(node, g, a, b):
+    return (g * b if node.needs(0) else None, g * a if node.needs(1) else None)
+
+
+def _mv_backward(node, g, a, v):
+    return (g.unsqueeze(1).mm(v.unsqueeze(0)) if node.needs(0) else None,      # torch's grad.ger(vec)
+            a.t().mv(g) if node.needs(1) else None)
+
+
+_DotNode = rec.node_class("DotBackward", _dot_backward)
+_MvNode = rec.node_class("MvBackward", _mv_backward)
+_SqueezeInplaceNode = rec.node_class("SqueezeBackward4", lambda node, g: g.unsqueeze(node.dim))
+
+
+def _product_node(node_cls, a, b, result):
+    """result as the output of torch's one node for a product (dot, mv),
+    saving each factor for the other's gradient."""
+    if rec.needs_grad(a, b):
+        node = rec.record(node_cls, (a, b), result)
+        node._saved = _product_saves(node, a, b)
+    return result
+
+
+def _dot(a, b):
+    with no_grad():
+        value = (a * b).sum()       # its rounding: one product per element, then sum's order
+    return _product_node(_DotNode, a, b, _wrap(value._data))
+
+
+def _mv(a, v):
+    with no_grad():
+        product = mm(a, v.unsqueeze(-1))
+    return _product_node(_MvNode, a, v, _wrap(product._data.reshape(product._data.shape[0])))
+
+
+def _squeezed_(result, dim):
+    """torch's result.squeeze_(dim) on a fresh intermediate nobody else
+    holds: no view, one SqueezeBackward4 node."""
+    out = _wrap(np.squeeze(result._data, dim))
+    if rec.needs_grad(result):
+        rec.record(_SqueezeInplaceNode, (result,), out).dim = dim
+    return out
+
+
 def matmul(input, other, *, out=None):
     """torch.matmul: 1-D operands are promoted and the added dim removed;
     batch dims broadcast."""
@@ -168,7 +212,12 @@ def matmul(input, other, *, out=None):
                                "same number of elements, but got %d and %d elements respectively"
                                % (a._data.shape[0], b._data.shape[0], a._data.shape[0], b._data.shape[0]))
         _check_same_dtype(a, b, "dot")
-        result = rec.stand_for((a * b).sum(), "DotBackward0")
+        result = _dot(a, b)
+    elif da == 2 and db == 1:
+        if a._data.shape[1] != b._data.shape[0]:
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx1)"
+                               % (a._data.shape + b._data.shape))
+        result = _mv(a, b)
     else:
         left = a.unsqueeze(0) if da == 1 else a
         right = b.unsqueeze(-1) if db == 1 else b
@@ -179,17 +228,16 @@ def matmul(input, other, *, out=None):
             result = mm(left, right)
         else:
             result = _batched(left, right, _torch_copies(left, right, da, db, out is not None))
-        if db == 1:
-            result = result.squeeze(-1)
-        if da == 1:
-            result = result.squeeze(-2 if db > 1 else -1)
-        if result._base is not None:
-            # torch squeezes the added dim away in place (squeeze_): no view
-            result = views.forget_base(result)
-        if da == 2 and db == 1:
-            result = rec.stand_for(result, "MvBackward0")       # torch's mv: one node, saving both
-        elif da == 1 and db == 2:
-            result = rec.stand_for(result, "SqueezeBackward4", fused=False)     # torch's mm, then squeeze_(0)
+        if da == 1 and db == 2:
+            result = _squeezed_(result, 0)      # torch's mm, then squeeze_(0)
+        else:
+            if db == 1:
+                result = result.squeeze(-1)
+            if da == 1:
+                result = result.squeeze(-2 if db > 1 else -1)
+            if result._base is not None:
+                # torch squeezes the added dim away in place (squeeze_): no view
+                result = views.forget_base(result)
     if out is not None:
         rec.check_out(out, "matmul", a, b)
         if da == 1 and db == 2:

@@ -252,11 +252,10 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # a builtin node only unpacks its saved tensors (checking
                 # their versions) and computes nothing, so a derivative torch
                 # lacks does not raise; a custom Function's backward runs
-                # a node standing for torch's one node (x.op_() recorded as
-                # x.copy_(op(x)), mv as mm then squeeze: rec.act_as): the
-                # node that saved the operands is read and freed here too
                 # (its pre- and post-hooks run either way, the post-hooks
-                # seeing no gradients)
+                # seeing no gradients).  A copy standing for torch's one
+                # node of x.op_() (recorded as x.copy_(op(x)): inplace_via)
+                # reads and frees op's node, which saved the operands, too
                 fused = getattr(getattr(node, "fn", node), "_fused", None)
                 if node.computes_unwanted_outputs:
                     _run(node, grads)
