@@ -111,3 +111,16 @@ def output(out, name, expected_shape, dtype):
 def overlaps(out, *inputs):
     """True when out may share memory with any input (conservative bounds test)."""
     return out is not None and any(a is not None and np.may_share_memory(out, a) for a in inputs)
+
+
+def into(out, inputs, shape, dtype, compute):
+    """Run compute(result) on a checked output, detouring through a fresh
+    array when `out` overlaps an input so the inputs are read unmodified."""
+    result = output(out, "out", shape, dtype)
+    if overlaps(out, *inputs):
+        fresh = np.empty(shape, dtype=dtype)
+        compute(fresh)
+        np.copyto(result, fresh)
+    else:
+        compute(result)
+    return result

@@ -316,3 +316,10 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
     values = rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
     values._data = _laid_out_like(values._data, input, memory_format)
     return values
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+Tensor.new_tensor = _new_tensor     # a factory: defined here, with tensor()

@@ -12,7 +12,6 @@ run on the same two C entry points (cextend_conv2d_forward/backward).
 import numpy as np
 
 from cextend import _backend, _checks
-from cextend import ops as _ops
 from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward"]
@@ -85,7 +84,7 @@ def conv2d_forward(x, w, b=None, *, stride=1, padding=0, dilation=1, groups=1, o
     dtype = _operands(x, w, b, out=out)
     geometry, shape = conv2d_geometry(x.shape, w.shape, None if b is None else b.shape,
                                       stride, padding, dilation, groups)
-    return _ops._into(out, (x, w, b), shape, dtype, lambda y: conv(x, w, b, geometry, y))
+    return _checks.into(out, (x, w, b), shape, dtype, lambda y: conv(x, w, b, geometry, y))
 
 
 def conv2d_backward(grad_out, x, w, *, stride=1, padding=0, dilation=1, groups=1,
@@ -115,7 +114,7 @@ def conv_transpose2d_forward(x, w, b=None, *, stride=1, padding=0, output_paddin
             _backend.conv2d_backward(x, shape, None, w, w.shape, y, None, None, geometry.kernel_args())
             if b is not None:
                 y += b.reshape(-1, 1, 1)
-    return _ops._into(out, (x, w, b), shape, dtype, compute)
+    return _checks.into(out, (x, w, b), shape, dtype, compute)
 
 
 def conv_transpose2d_backward(grad_out, x, w, *, stride=1, padding=0, output_padding=0, groups=1, dilation=1,

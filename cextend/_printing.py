@@ -30,6 +30,7 @@ import numpy as np
 
 from cextend import _dtype
 from cextend._device import DeviceArray
+from cextend.tensor import Tensor
 
 
 class _Options:
@@ -207,18 +208,11 @@ def _with_suffixes(text, suffixes, indent):
 
 # "dtype=cextend.float64" is two characters longer than torch's "dtype=torch.float64".
 _LONGER_NAME = len("cextend.") - len("torch.")
-_plain_types = None
-
-
 def _prefix(tensor):
-    """`tensor(`, or a subclass's own name (torch prints Parameter as plain)."""
-    global _plain_types
-    if _plain_types is None:
-        from cextend.nn.parameter import Parameter
-        from cextend.tensor import Tensor
-        _plain_types = (Tensor, Parameter)
+    """`tensor(`, or a subclass's own name (torch prints Parameter as plain:
+    it says so with a class attribute of its own, _prints_as_tensor)."""
     kind = type(tensor)
-    return "tensor(" if kind in _plain_types else kind.__name__ + "("
+    return "tensor(" if kind.__dict__.get("_prints_as_tensor") else kind.__name__ + "("
 
 
 def format_tensor(tensor):
@@ -256,3 +250,6 @@ def format_tensor(tensor):
     elif tensor.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(prefix + body, suffixes, indent)
+
+
+Tensor.__repr__ = format_tensor      # torch's format lives here, with set_printoptions

@@ -27,19 +27,6 @@ def _rows(x, k):
     return x.reshape(math.prod(x.shape[:-1]), k)
 
 
-def _into(out, inputs, shape, dtype, compute):
-    """Run compute(result) on a checked output, detouring through a fresh
-    array when `out` overlaps an input so the inputs are read unmodified."""
-    result = _checks.output(out, "out", shape, dtype)
-    if _checks.overlaps(out, *inputs):
-        fresh = np.empty(shape, dtype=dtype)
-        compute(fresh)
-        np.copyto(result, fresh)
-    else:
-        compute(result)
-    return result
-
-
 def _linear_operands(x, w, b, x_name="x"):
     """Check x (*, K), w (M, K), b (M,) or None; return (dtype, K, M)."""
     _checks.array(x, x_name)
@@ -67,7 +54,7 @@ def _linear_forward_checked(x, w, b=None, *, out=None):
 
     def compute(y):
         _backend.linear_forward(x2, w, b, y.reshape(x2.shape[0], m))
-    return _into(out, (x, w, b), shape, dtype, compute)
+    return _checks.into(out, (x, w, b), shape, dtype, compute)
 
 
 # Plain 2-D C-contiguous operands take the quick path inside this function
@@ -110,7 +97,7 @@ def add_forward(a, b, *, out=None):
     """out = a + b, elementwise, for a and b of one shape and dtype."""
     _same_shape_pair(a, b, "a", "b")
     dtype = _checks.float_dtype(a=a, b=b, out=out)
-    return _into(out, (a, b), a.shape, dtype, lambda r: _backend.add_forward(a, b, r))
+    return _checks.into(out, (a, b), a.shape, dtype, lambda r: _backend.add_forward(a, b, r))
 
 
 def add_backward(grad_out, *, a=True, b=True):
@@ -128,7 +115,7 @@ def mul_constant_forward(x, c, *, out=None):
     _checks.array(x, "x")
     _checks.real_scalar(c, "c")
     dtype = _checks.float_dtype(x=x, out=out)
-    return _into(out, (x,), x.shape, dtype, lambda r: _backend.mul_constant_forward(x, c, r))
+    return _checks.into(out, (x,), x.shape, dtype, lambda r: _backend.mul_constant_forward(x, c, r))
 
 
 def mul_constant_backward(grad_out, c):

@@ -21,7 +21,10 @@ import numpy as np
 
 from cextend import _dtype, _random
 from cextend._device import DeviceArray
-from cextend.autograd import grad_mode
+from cextend import _grad_state
+from cextend._memory_format import is_contiguous_in
+from cextend.device import CPU, CUDA
+from cextend.utils.hooks import ListHookHandle
 
 
 class Size(tuple):
@@ -124,6 +127,7 @@ class Tensor:
     _post_accumulate_hooks = None   # leaves: register_post_accumulate_grad_hook hooks
     _retains_grad = False       # retain_grad() was called (it follows in-place rebases)
     __array_priority__ = 1000
+    _prints_as_tensor = True     # repr: tensor(...); a subclass prints its own name
     __array_ufunc__ = None      # numpy defers to Tensor's reflected operators
     __hash__ = object.__hash__
     _default_dtype = np.dtype(np.float32)
@@ -155,13 +159,6 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor, got %s" % type(value).__name__)
         self._data = value._data
-
-    def _current_grad_fn(self):
-        """grad_fn, rebuilt first if this view's base changed in place."""
-        if self._view_fn is not None and self._grad_fn_version != self._version_counter[0]:
-            from cextend.autograd.views import regenerate
-            regenerate(self)
-        return self._grad_fn
 
     @property
     def requires_grad(self):
@@ -259,11 +256,10 @@ class Tensor:
         grad_fn = self.grad_fn
         if grad_fn is not None:
             return grad_fn._add_tensor_hook(self._output_nr, hook)
-        from cextend.autograd.graph import RemovableHandle
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
-        return RemovableHandle(self._hooks, hook)
+        return ListHookHandle(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """hook(tensor) runs after a gradient is accumulated into this leaf's
@@ -272,17 +268,10 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        from cextend.autograd.graph import RemovableHandle
         if self._post_accumulate_hooks is None:
             self._post_accumulate_hooks = []
         self._post_accumulate_hooks.append(hook)
-        return RemovableHandle(self._post_accumulate_hooks, hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate the gradient of this tensor into the leaves' .grad."""
-        from cextend.autograd import engine
-        engine.backward((self,), None if gradient is None else (gradient,),
-                        retain_graph, create_graph, inputs)
+        return ListHookHandle(self._post_accumulate_hooks, hook)
 
     def detach_(self):
         if self._base is not None:
@@ -335,7 +324,6 @@ class Tensor:
     def is_contiguous(self, memory_format=None):
         if memory_format is None:
             return self._data.flags.c_contiguous
-        from cextend._memory_format import is_contiguous_in
         return is_contiguous_in(self._data, memory_format)
 
     def data_ptr(self):
@@ -343,7 +331,6 @@ class Tensor:
 
     @property
     def device(self):
-        from cextend.device import CPU, CUDA
         return CUDA if type(self._data) is DeviceArray else CPU
 
     @property
@@ -367,7 +354,7 @@ class Tensor:
         if type(self._data) is DeviceArray:
             raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
                             "the tensor to host memory first.")
-        if not force and grad_mode.is_grad_enabled() and self.requires_grad:
+        if not force and _grad_state.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
@@ -451,37 +438,6 @@ class Tensor:
             new._grad = copy.deepcopy(self._grad, memo)
         return new
 
-    def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(other_tensor): a converted tensor (self if nothing changes)."""
-        target = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        copy = kwargs.pop("copy", False)
-        if kwargs:
-            raise TypeError("to() got unexpected keyword(s) %s" % ", ".join(sorted(kwargs)))
-        for arg in args:
-            if isinstance(arg, Tensor):
-                target = arg.dtype
-                device = arg.device
-            elif isinstance(arg, str) or type(arg).__name__ == "device":
-                device = arg
-            elif isinstance(arg, bool):
-                continue
-            else:
-                target = arg
-        from cextend._ops.conversion import to_device, to_dtype
-        moved = self
-        if device is not None:
-            from cextend.device import as_device
-            device = as_device(device)
-            if device.type != self.device.type:
-                device.require_available("to")
-                moved = to_device(self, device.type)
-        if target is None:
-            return moved.clone() if copy and moved is self else moved
-        return to_dtype(moved, _dtype.as_dtype(target).numpy, copy=copy and moved is self)
-
     def new(self, *args):
         """Legacy spelling: x.new() is an empty tensor of x's dtype, x.new(2, 3)
         an uninitialised one of that size, x.new(data) a copy of data."""
@@ -505,10 +461,6 @@ class Tensor:
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         return _wrap(np.full(_sizes((size,)), fill_value, numpy_dtype)).requires_grad_(requires_grad)
 
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-        from cextend._factories import tensor
-        return tensor(data, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
-
     def _new(self, make, size, dtype, requires_grad):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         return _wrap(make(_sizes(size), numpy_dtype)).requires_grad_(requires_grad)
@@ -522,13 +474,9 @@ class Tensor:
         rng = generator or _random.generator()
         return self.copy_(_wrap(rng.normal(mean, std, self._data.shape).astype(self._data.dtype)))
 
-    # -- printing ---------------------------------------------------------
-    def __repr__(self):
-        from cextend._printing import format_tensor
-        return format_tensor(self)
-
-    # No __str__: object's calls type(self).__repr__, so print(parameter)
-    # shows "Parameter containing:" as torch's does.
+    # __repr__ is cextend._printing's (torch's format).  No __str__:
+    # object's calls type(self).__repr__, so print(parameter) shows
+    # "Parameter containing:" as torch's does.
 
     @property
     def T(self):

@@ -495,31 +495,5 @@ def write_outs(out, values, indices, name, return_type):
     return return_type(out_values, out_indices)
 
 
-def inplace_via(function, expanded_ok=False):
-    """x.op_(...) as x.copy_(op(x, ...)): one recorded in-place copy, so
-    views, versions and history behave as for every other in-place op.
-    The op reads a copy of x when it records history: what it saves must not
-    be the tensor the copy_ overwrites (torch saves original_self alike)."""
-    def inplace(self, *args, **kwargs):
-        from cextend._ops.indexing import _CopyNode, copy_into
-        source = self.clone() if needs_grad(self) and grad_mode.is_grad_enabled() else self
-        result = function(source, *args, **kwargs)
-        if result._data.shape != self._data.shape:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(self._data.shape), list(result._data.shape)))
-        op_node = result._grad_fn
-        # torch's one node for x.op_() is op's (LogitBackward0): the copy is
-        # recorded under that name, and reads and frees op's node with its own
-        node_cls = _CopyNode if op_node is None else renamed(_CopyNode, type(op_node).__name__)
-        done = copy_into(self, result, expanded_ok=expanded_ok, node_cls=node_cls)
-        node = self._grad_fn
-        if op_node is not None and node is not None:
-            copy_node = getattr(node, "fn", node)       # a view's copy sits inside its CopySlices
-            if type(copy_node) is node_cls:
-                copy_node._fused = op_node
-        return done
-    return inplace
-
-
 def common_dtype(*operands):
     return result_type(*operands)

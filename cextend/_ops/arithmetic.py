@@ -849,8 +849,7 @@ def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
         rec.no_out(out, "where")
-        from cextend._ops.gather_scatter import nonzero
-        return nonzero(condition, as_tuple=True)
+        return require_tensor(condition, "where", "condition").nonzero(as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
@@ -1056,8 +1055,7 @@ def _rtruediv(self, other):
         return _DIV(other, self)
     # torch's Tensor.__rtruediv__ is self.reciprocal() * other: its rounding,
     # and its backward, which reads the reciprocal, not self
-    from cextend._ops.pointwise import reciprocal
-    return mul(reciprocal(self), other)
+    return mul(self.reciprocal(), other)
 
 
 for _name, _function, _binary in (("add", add, _ADD), ("sub", sub, _SUB), ("mul", mul, _MUL),

@@ -11,7 +11,8 @@ from cextend._ops import samples as S
 from cextend._ops._operands import require_tensor
 from cextend._ops._layout import empty_like_preserve
 from cextend._ops.registry import method, register
-from cextend.tensor import _wrap
+from cextend.device import as_device
+from cextend.tensor import Tensor, _wrap
 
 _CloneNode = rec.node_class("CloneBackward", lambda node, g: g)
 
@@ -111,3 +112,36 @@ for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half
                    ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool),
                    ("byte", _dtype.uint8)):
     method(_name, (lambda numpy_dtype: lambda self: to_dtype(self, numpy_dtype))(_dt.numpy))
+
+
+def to(self, *args, **kwargs):
+    """to(dtype), to(device), to(other_tensor): a converted tensor (self if nothing changes)."""
+    target = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError("to() got unexpected keyword(s) %s" % ", ".join(sorted(kwargs)))
+    for arg in args:
+        if isinstance(arg, Tensor):
+            target = arg.dtype
+            device = arg.device
+        elif isinstance(arg, str) or type(arg).__name__ == "device":
+            device = arg
+        elif isinstance(arg, bool):
+            continue
+        else:
+            target = arg
+    moved = self
+    if device is not None:
+        device = as_device(device)
+        if device.type != self.device.type:
+            device.require_available("to")
+            moved = to_device(self, device.type)
+    if target is None:
+        return moved.clone() if copy and moved is self else moved
+    return to_dtype(moved, _dtype.as_dtype(target).numpy, copy=copy and moved is self)
+
+
+method("to", to)

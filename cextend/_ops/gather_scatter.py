@@ -8,6 +8,7 @@ from cextend._ops import _record as rec
 from cextend._ops._layout import empty_like_preserve
 from cextend._overlap import check_no_overlap, check_no_partial, check_not_read_while_written
 from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
+from cextend._ops.indexing import inplace_via
 from cextend._ops.registry import Const, Sample, register
 from cextend.autograd import grad_mode, views
 from cextend.autograd.graph import SavedTensor
@@ -207,7 +208,7 @@ def scatter_add(input, dim, index, src, *, out=None):
 def _inplace_via(function, expanded_ok=False):
     """x.op_(...) (rec.inplace_via), refusing index and source tensors that
     share memory with x, as torch's assert_no_overlap."""
-    inplace = rec.inplace_via(function, expanded_ok)
+    inplace = inplace_via(function, expanded_ok)
 
     def checked(self, *args, **kwargs):
         check_no_overlap(self._data, [a for a in args + tuple(kwargs.values()) if is_tensor(a)])
@@ -432,7 +433,7 @@ def _index_fill_inplace(self, dim, index, value):
     return self
 
 
-_index_fill_via_copy = rec.inplace_via(index_fill, expanded_ok=True)
+_index_fill_via_copy = inplace_via(index_fill, expanded_ok=True)
 
 
 def _index_samples(rng, with_source=True, value=False):
@@ -550,7 +551,7 @@ def _masked_scatter_samples(rng):
 
 
 register("masked_select", masked_select, samples=_masked_samples, family="indexing")
-_masked_scatter_via_copy = rec.inplace_via(masked_scatter)
+_masked_scatter_via_copy = inplace_via(masked_scatter)
 register("masked_scatter", masked_scatter, inplace=_masked_scatter_inplace,
          samples=_masked_scatter_samples, family="indexing")
 

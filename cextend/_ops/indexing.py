@@ -288,6 +288,31 @@ def copy_into(self, src, expanded_ok=False, node_cls=_CopyNode):
     return rec.finish_inplace(self, node)
 
 
+def inplace_via(function, expanded_ok=False):
+    """x.op_(...) as x.copy_(op(x, ...)): one recorded in-place copy, so
+    views, versions and history behave as for every other in-place op.
+    The op reads a copy of x when it records history: what it saves must not
+    be the tensor the copy_ overwrites (torch saves original_self alike)."""
+    def inplace(self, *args, **kwargs):
+        source = self.clone() if rec.needs_grad(self) else self
+        result = function(source, *args, **kwargs)
+        if result._data.shape != self._data.shape:
+            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                               % (list(self._data.shape), list(result._data.shape)))
+        op_node = result._grad_fn
+        # torch's one node for x.op_() is op's (LogitBackward0): the copy is
+        # recorded under that name, and reads and frees op's node with its own
+        node_cls = _CopyNode if op_node is None else rec.renamed(_CopyNode, type(op_node).__name__)
+        done = copy_into(self, result, expanded_ok=expanded_ok, node_cls=node_cls)
+        node = self._grad_fn
+        if op_node is not None and node is not None:
+            copy_node = getattr(node, "fn", node)       # a view's copy sits inside its CopySlices
+            if type(copy_node) is node_cls:
+                copy_node._fused = op_node
+        return done
+    return inplace
+
+
 def _write_changed(target, source):
     """Write only the elements whose bits change: through an expanded
     target this is what torch's in-place kernel leaves (index_fill_ of one
@@ -415,14 +440,13 @@ def setitem(self, key, value):
     if len(np_key) == 1 and getattr(np_key[0], "dtype", None) == np.bool_ and \
             (not is_tensor(value) or value._data.ndim == 0):
         # torch: one boolean mask and a single value is masked_fill_ (which casts)
-        from cextend._ops.arithmetic import _masked_fill_inplace
         mask = np_key[0]
         # a mask indexes the leading dims: line it up with them
         mask = _wrap_index(mask.reshape(mask.shape + (1,) * (self._data.ndim - mask.ndim)))
         if len(parts) == 1 and is_tensor(parts[0]):
             # the saved mask is the caller's tensor: changing it later must raise at backward
             mask._version_counter = parts[0]._version_counter
-        _masked_fill_inplace(self, mask, value)
+        self.masked_fill_(mask, value)
         return
     arrange = None
     if is_tensor(value) and value._data.ndim:

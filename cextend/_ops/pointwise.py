@@ -20,6 +20,7 @@ from cextend._ops import _record as rec
 from cextend._ops import samples as S
 from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_value
 from cextend._ops.arithmetic import where
+from cextend._ops.indexing import inplace_via
 from cextend._ops.registry import register
 
 _LN2 = math.log(2.0)
@@ -241,7 +242,7 @@ def _logit_inplace(self, eps=None):
     return _logit_via_copy(x, eps)
 
 
-_logit_via_copy = rec.inplace_via(logit)
+_logit_via_copy = inplace_via(logit)
 
 
 def _sign(x):
@@ -641,7 +642,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 
 
 _NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, x: g * x.isfinite())
-_nan_to_num_via_copy = rec.inplace_via(nan_to_num)
+_nan_to_num_via_copy = inplace_via(nan_to_num)
 
 
 def _nan_to_num_inplace(self, nan=0.0, posinf=None, neginf=None):

@@ -18,7 +18,10 @@ import heapq
 import numpy as np
 
 from cextend.autograd import grad_mode
+from cextend._device import filled_like
+from cextend._fpe import quietly
 from cextend.autograd.graph import AccumulateGrad, grad_lock, gradient_edge
+from cextend.tensor import Tensor, _wrap
 
 UNDEFINED = object()     # a root gradient that is "undefined" (None), for gradcheck
 
@@ -107,7 +110,6 @@ def _is_expandable(shape, target):
 
 def fit_gradient(node, i, g, meta):
     """A gradient made to fit its forward input's shape and dtype, or an error."""
-    from cextend.tensor import Tensor
     if not isinstance(g, Tensor):
         raise TypeError("function %s returned a %s as gradient %d; expected a Tensor or None"
                         % (node.name(), type(g).__name__, i))
@@ -128,8 +130,6 @@ def _add(a, b, create_graph):
         return b
     if create_graph:
         return a + b
-    from cextend._fpe import quietly
-    from cextend.tensor import _wrap
     return _wrap(quietly(np.add, a._data, b._data))
 
 
@@ -185,7 +185,6 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     total incoming gradient is returned (leaves' .grad untouched).
     run_captured: run the captured nodes too (backward(inputs=...)).
     """
-    from cextend.tensor import Tensor
     buffers = {}
     root_nodes = []
     for (node, nr), g in roots:
@@ -314,14 +313,11 @@ def _retain_grads(node, grads):
 
 
 def _ones_like(t):
-    from cextend._device import filled_like
-    from cextend.tensor import _wrap
     return _wrap(filled_like(t._data.shape, t._data.dtype, 1, like=t._data))
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(tensors)/d(leaf) into each leaf's .grad (or only into `inputs`)."""
-    from cextend.tensor import Tensor
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if retain_graph is None:
@@ -359,7 +355,6 @@ def _input_edges(inputs, Tensor):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, as a tuple (no .grad is touched)."""
-    from cextend.tensor import Tensor
     if is_grads_batched:
         raise NotImplementedError("cextend.autograd.grad does not support is_grads_batched=True")
     if allow_unused is None:
@@ -384,3 +379,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "the graph. Set allow_unused=True if this is the desired behavior.")
         final.append(g)
     return tuple(final)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the leaves' .grad."""
+    backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
+
+
+Tensor.backward = _tensor_backward      # the engine owns backward; tensor.py stays the data structure

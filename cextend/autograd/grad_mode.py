@@ -6,22 +6,8 @@ gradients does not change another thread's graph building.
 import functools
 import inspect
 import sys
-import threading
 
-class _GradState(threading.local):
-    enabled = True      # the default in every new thread
-
-
-# Hot paths read `_state.enabled` directly (one attribute load).
-_state = _GradState()
-
-
-def is_grad_enabled():
-    return _state.enabled
-
-
-def _set_enabled(mode):
-    _state.enabled = mode
+from cextend._grad_state import _set_enabled, _state, is_grad_enabled  # noqa: F401  (_state: hot paths)
 
 
 class _GradModeContext:

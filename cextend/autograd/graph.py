@@ -22,29 +22,10 @@ import numpy as np
 from cextend._fpe import quietly
 from cextend._overlap import non_overlapping_and_dense
 
-from cextend.autograd.grad_mode import is_grad_enabled
+from cextend._grad_state import is_grad_enabled
+from cextend.utils.hooks import ListHookHandle
 
 _sequence = itertools.count()
-
-
-class RemovableHandle:
-    """What register_hook returns: .remove() takes the hook out again."""
-
-    __slots__ = ("_hooks", "_hook")
-
-    def __init__(self, hooks, hook):
-        self._hooks = hooks
-        self._hook = hook
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 class Node:
@@ -97,21 +78,21 @@ class Node:
             self._tensor_hooks = {}
         hooks = self._tensor_hooks.setdefault(output_nr, [])
         hooks.append(hook)
-        return RemovableHandle(hooks, hook)
+        return ListHookHandle(hooks, hook)
 
     def register_prehook(self, hook):
         """hook(grad_outputs) runs before this node; it may return replacement grads."""
         if self._pre_hooks is None:
             self._pre_hooks = []
         self._pre_hooks.append(hook)
-        return RemovableHandle(self._pre_hooks, hook)
+        return ListHookHandle(self._pre_hooks, hook)
 
     def register_hook(self, hook):
         """hook(grad_inputs, grad_outputs) runs after this node; it may return replacements."""
         if self._post_hooks is None:
             self._post_hooks = []
         self._post_hooks.append(hook)
-        return RemovableHandle(self._post_hooks, hook)
+        return ListHookHandle(self._post_hooks, hook)
 
 
 class AccumulateGrad(Node):

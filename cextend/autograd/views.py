@@ -14,7 +14,8 @@ counter tells).  The checks that torch makes before such a rewrite live
 here too, with torch's messages.
 """
 from cextend.autograd import grad_mode
-from cextend.autograd.graph import Node, gradient_edge
+from cextend.autograd.graph import FREED_MESSAGE, Node, gradient_edge
+from cextend.tensor import Tensor, _wrap
 
 # How a view came to be: rules for modifying it in place later.
 DEFAULT = 0
@@ -29,7 +30,6 @@ def make_view(base, array, view_fn, multi_output=None):
     """A Tensor for `array`, a view into base's storage made by the op that
     view_fn replays.  multi_output: "Output i of Op" when the op returns
     several views (split, chunk, unbind)."""
-    from cextend.tensor import _wrap
     out = _wrap(array)
     out._version_counter = base._version_counter
     root = base._base
@@ -83,6 +83,17 @@ def _refusal(tensor, indirect):
                     "This behavior is forbidden. You can fix this by cloning the output of the custom "
                     "Function.")
     return RuntimeError(message)
+
+
+def _current_grad_fn(self):
+    """Tensor._current_grad_fn: grad_fn, rebuilt first if this view's base
+    changed in place (defined here, with the view machinery it runs)."""
+    if self._view_fn is not None and self._grad_fn_version != self._version_counter[0]:
+        regenerate(self)
+    return self._grad_fn
+
+
+Tensor._current_grad_fn = _current_grad_fn
 
 
 def regenerate(view):
@@ -213,7 +224,6 @@ class CopySlices(Node):
     def apply(self, grads):
         from cextend.autograd.engine import fit_gradient
         if self.fn is None:
-            from cextend.autograd.graph import FREED_MESSAGE
             raise RuntimeError(FREED_MESSAGE)
         if grads[0] is None:
             return (None,) * len(self.next_functions)
@@ -239,7 +249,6 @@ class CopySlices(Node):
 
     def _unpack_saved(self):
         if self.fn is None:
-            from cextend.autograd.graph import FREED_MESSAGE
             raise RuntimeError(FREED_MESSAGE)
         self.fn._unpack_saved()
 

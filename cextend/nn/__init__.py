@@ -1,5 +1,6 @@
 """Neural-network layers on cextend's autograd and C kernels."""
 from cextend.nn import functional
+from cextend.nn import _op_entries  # noqa: F401  (the op table's entries for the functional CNN ops)
 from cextend.nn.layers import (CrossEntropyLoss, Identity, Linear, MSELoss, NLLLoss, ReLU, Sequential,
                                Sigmoid, Tanh)
 from cextend.nn.module import Module

@@ -18,6 +18,7 @@ from cextend._nn_shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
 from cextend.autograd import grad_mode, views
 from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction
+from cextend.nn import _functional_2d as F
 from cextend.tensor import Tensor, _wrap
 
 
@@ -121,7 +122,6 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     (values, int64 positions along L).  A NaN wins, else the first maximum.
     As in torch, return_indices runs max_pool1d_with_indices, whose checks
     (and messages) are max_pool2d's, and which takes integer inputs too."""
-    from cextend.nn import functional as F
     x = _tensor(input, "max_pool1d")
     if return_indices:
         k, s, p, d = _pool1d_as_2d(x, "max_pool1d", kernel_size, stride, padding, dilation, ceil_mode)
@@ -190,7 +190,6 @@ def _pool1d_as_2d(x, op, kernel_size, stride, padding, dilation, ceil_mode):
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """torch's avg_pool1d of (N, C, L) or (C, L): avg_pool2d over (N, C, 1, L).
     Integer inputs compute in their dtype, as torch's."""
-    from cextend.nn import functional as F
     x = _tensor(input, "avg_pool1d")
     k, s, p, _ = _pool1d_as_2d(x, "avg_pool1d", kernel_size, stride, padding, 1, ceil_mode)
     if x._data.dtype == np.bool_:
@@ -211,7 +210,6 @@ def _non_empty(x, op, first):
 
 def adaptive_avg_pool1d(input, output_size):
     """torch's adaptive_avg_pool1d of (N, C, L) or (C, L)."""
-    from cextend.nn import functional as F
     x = _tensor(input, "adaptive_avg_pool1d")
     sizes = _int_list(output_size, "adaptive_avg_pool1d", "output_size", 2)
     _dim_range(x, "adaptive_avg_pool1d")
@@ -284,7 +282,6 @@ def _conv_ints(value, name):
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """torch's conv_transpose1d: input (N, C_in, L) or (C_in, L), weight
     (C_in, C_out/groups, k); conv_transpose2d over (N, C_in, 1, L)."""
-    from cextend.nn import functional as F
     x = _tensor(input, "conv_transpose1d")
     if not isinstance(weight, Tensor):
         raise TypeError("conv_transpose1d(): argument 'weight' (position 2) must be Tensor, not %s"

@@ -7,6 +7,8 @@ from cextend.tensor import Tensor
 class Parameter(Tensor):
     """Parameter(data=None, requires_grad=True): shares data's storage."""
 
+    _prints_as_tensor = True     # torch prints a Parameter's data as tensor(...)
+
     def __init__(self, data=None, requires_grad=True):
         array = np.empty(0, np.float32) if data is None else data._data
         self._init(array, False)

@@ -9,6 +9,7 @@ in the log.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -65,7 +66,6 @@ def _shared_flags():
 
 def _compile_cuda(plan, source, log, verbose):
     """nvcc -c for a .cu source of load(..., with_cuda=True); returns the object's path."""
-    from cextend.utils.ffi import _cuda_paths
     nvcc = os.environ.get("NVCC") or os.path.join(os.path.dirname(_cuda_paths()[0]), "bin", "nvcc")
     target = os.path.join(plan.folder, os.path.basename(source) + ".o")
     architectures = cuda_architectures()
@@ -150,3 +150,24 @@ def _source_line(path, plan, number):
     except OSError:
         return None
     return None
+
+
+def _cuda_paths():
+    """(include_dir, library_dir) of the CUDA toolkit, or raise.
+
+    The toolkit is the first candidate holding include/cuda_runtime.h:
+    CUDA_HOME, CUDA_PATH, the directory above nvcc's (following links; nvcc
+    may also be a wrapper script elsewhere), /usr/local/cuda, /opt/cuda.
+    """
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates += ["/usr/local/cuda", "/opt/cuda"]
+    for home in filter(None, candidates):
+        include = os.path.join(home, "include")
+        if os.path.isfile(os.path.join(include, "cuda_runtime.h")):
+            lib = os.path.join(home, "lib64")
+            return include, lib if os.path.isdir(lib) else os.path.join(home, "lib")
+    raise RuntimeError("with_cuda=True but no CUDA toolkit was found (set CUDA_HOME; looked in %s)"
+                       % ", ".join(filter(None, candidates)))

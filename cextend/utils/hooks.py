@@ -41,3 +41,24 @@ class RemovableHandle:
 
     def __repr__(self):
         return "<RemovableHandle id=%d>" % self.id
+
+
+class ListHookHandle:
+    """What Tensor.register_hook and Node.register_(pre)hook return: .remove()
+    takes the hook out of its list again (those hooks run in a plain list)."""
+
+    __slots__ = ("_hooks", "_hook")
+
+    def __init__(self, hooks, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()

@@ -27,7 +27,8 @@ import types
 
 from cextend.utils import _jit_cache as cache
 from cextend.utils._cdef import cdef_text, explain_cdef_error
-from cextend.utils._jit_compile import ExtensionBuildError, build_shared_library, cuda_architectures
+from cextend.utils._calls import _const_pointer_params, _wrap_function
+from cextend.utils._jit_compile import ExtensionBuildError, _cuda_paths, build_shared_library, cuda_architectures
 from cextend.utils._jit_record import recorded
 
 # Bump when the build recipe changes in a way the key cannot see.
@@ -215,7 +216,6 @@ def _plan(extension):
     plan.defines = []
     include_dirs = list(extension.include_dirs)
     if extension.with_cuda:
-        from cextend.utils.ffi import _cuda_paths
         cuda_include, cuda_lib = _cuda_paths()
         include_dirs.append(cuda_include)
         plan.defines.append("WITH_CUDA")
@@ -283,7 +283,6 @@ def _emit_module_source(extension, plan):
     from cffi import FFI, CDefError
     from cffi.error import FFIError
     from cffi.recompiler import make_c_source
-    from cextend.utils.ffi import _const_pointer_params
     chunks, line_map, first = [], [], 1
     for path, display, text in extension.headers:
         shown = display if path is None else path
@@ -380,7 +379,6 @@ def _import(extension, info):
 
 def _wrap_module(extension, info, raw):
     """A module of Tensor-aware functions (as create_extension's) plus ffi, lib and __cextend__."""
-    from cextend.utils.ffi import _wrap_function
     with open(os.path.join(info.folder, _WRAP_FILE)) as f:
         const = json.load(f)["const"]
     module = types.ModuleType(extension.name, "C extension %s built by cextend (%s)" % (
