@@ -18,6 +18,7 @@ import threading
 import types
 
 import numpy as np
+from cextend import cuda
 
 _SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64))
 _state = threading.local()
@@ -28,7 +29,6 @@ def runtime():
     """The device runtime in use: cextend.cuda's unless one was installed."""
     if _override is not None:
         return _override
-    from cextend import cuda
     return cuda.runtime()
 
 
@@ -36,12 +36,10 @@ def available():
     """Whether device tensors can be made (a GPU answered, or a runtime was installed)."""
     if _override is not None:
         return True
-    from cextend import cuda
     return cuda.is_available()
 
 
 def unavailable_reason():
-    from cextend import cuda
     return None if available() else cuda.unavailable_reason()
 
 

@@ -10,6 +10,9 @@ import numpy as np
 from cextend._scalars import checked_scalar
 from cextend import _dtype, _random
 from cextend.tensor import Tensor, _sizes, _wrap
+from cextend._memory_format import empty_as
+from cextend._device import DeviceArray
+from cextend.device import as_device
 
 
 def _numpy_dtype(dtype, default=None):
@@ -22,9 +25,7 @@ def _numpy_dtype(dtype, default=None):
 
 def _finish(array, requires_grad, device=None):
     if device is not None:
-        from cextend.device import as_device
         if as_device(device).type == "cuda":
-            from cextend._device import DeviceArray
             array = DeviceArray.from_host(array)
     t = _wrap(array)
     if requires_grad:
@@ -103,7 +104,6 @@ def from_numpy(array):
 
 def _check_device(device):
     if device is not None:
-        from cextend.device import as_device
         as_device(device).require_available("tensor factory")
 
 
@@ -284,7 +284,6 @@ def _laid_out_like(values, t, memory_format):
     transposed t gives a transposed result, so a later view() agrees)."""
     if type(t._data) is not np.ndarray or (t._data.flags.c_contiguous and memory_format is None):
         return values
-    from cextend._memory_format import empty_as
     out = empty_as(t._data, values.dtype, memory_format)
     out[...] = values
     return out

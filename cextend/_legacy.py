@@ -10,6 +10,8 @@ import numbers
 import numpy as np
 
 from cextend import _dtype
+from cextend.tensor import Size, Tensor, _sizes, _wrap
+from cextend._ops.shape import detach
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "int64": "LongTensor", "int32": "IntTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
@@ -19,7 +21,6 @@ class tensortype(type):
     """The metaclass of the legacy tensor types: isinstance checks the dtype."""
 
     def __instancecheck__(cls, obj):
-        from cextend.tensor import Tensor
         return isinstance(obj, Tensor) and obj._data.dtype == cls.dtype.numpy and not obj.is_cuda
 
     def __repr__(cls):
@@ -28,14 +29,12 @@ class tensortype(type):
 
 def _make_type(name, dtype):
     def __new__(cls, *args, device=None):
-        from cextend.tensor import Size, Tensor, _sizes, _wrap
         if not args:
             return _wrap(np.empty((0,), dtype.numpy))
         if len(args) == 1 and isinstance(args[0], Tensor):
             if args[0]._data.dtype != dtype.numpy:
                 raise TypeError("expected %s (got %s): the legacy constructor does not convert dtypes; "
                                 "use .to(%r)" % (dtype.name, args[0].dtype.name, dtype))
-            from cextend._ops.shape import detach
             return detach(args[0])
         if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
             return _wrap(np.array(args[0], dtype=dtype.numpy))
@@ -72,7 +71,6 @@ def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
 
 def set_default_dtype(d):
     """The dtype of float tensors made from Python floats and of nn parameters."""
-    from cextend.tensor import Tensor
     dt = _dtype.as_dtype(d)
     if not dt.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")

@@ -45,6 +45,7 @@ def is_contiguous_in(array, fmt):
 def empty_as(like, dtype, fmt=None):
     """An uninitialised array shaped like the array `like`, laid out in
     memory format `fmt` (None: preserve_format, torch's default)."""
+    # tensor.py imports this module, and the op layer imports tensor.py
     from cextend._ops._layout import empty_like_preserve
     if fmt is None or fmt is preserve_format:
         return empty_like_preserve(like, dtype)

@@ -1,5 +1,6 @@
 """Devices.  This build computes on the CPU; cextend.cuda adds GPU tensors
 when built with CUDA."""
+from cextend import _device
 
 
 class device:
@@ -37,7 +38,6 @@ class device:
     def require_available(self, op):
         """Raise, saying why, if this device cannot be used."""
         if self.type == "cuda":
-            from cextend import _device
             if not _device.available():
                 raise RuntimeError("%s: device %s is not available: %s" % (op, self, _device.unavailable_reason()))
 

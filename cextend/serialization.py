@@ -42,6 +42,9 @@ import numpy as np
 from cextend import _dtype
 from cextend._device import DeviceArray
 from cextend.tensor import Tensor, _wrap
+from cextend import _device
+from cextend.device import as_device
+from cextend.nn.parameter import Parameter
 
 FORMAT = "cextend.save"
 VERSION = 1
@@ -89,7 +92,6 @@ class _Writer:
         data = t._data
         device = "cuda" if type(data) is DeviceArray else "cpu"
         host = data.to_host() if device == "cuda" else data
-        from cextend.nn.parameter import Parameter
         name = "tensors/%d.npy" % len(self.arrays)
         self.arrays.append((name, np.array(host, order="C", copy=None)))   # keeps 0-d arrays 0-d
         ref = {"$tensor": len(self.arrays) - 1, "dtype": t.dtype.name, "shape": list(host.shape),
@@ -277,7 +279,6 @@ class _Reader:
             tensor = _wrap(DeviceArray.from_host(array))
         requires_grad = bool(ref.get("requires_grad"))
         if ref.get("parameter"):
-            from cextend.nn.parameter import Parameter
             tensor = Parameter(tensor, requires_grad=requires_grad)
         elif requires_grad:
             tensor.requires_grad_(True)
@@ -297,12 +298,10 @@ def _map_device(saved, map_location):
     else:
         raise TypeError("cextend.load: map_location must be None, a device, a string or a dict, not %s"
                         % type(map_location).__name__)
-    from cextend.device import as_device
     return as_device(target).type
 
 
 def _require_cuda():
-    from cextend import _device
     if not _device.available():
         raise RuntimeError("Attempting to deserialize object on a CUDA device but cextend.cuda.is_available() is "
                            "False. If you are running on a CPU-only machine, please use cextend.load with "

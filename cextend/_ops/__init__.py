@@ -6,10 +6,10 @@ from cextend._ops import (arithmetic, closeness, conversion, einsum, gather_scat
                           statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
 from cextend._ops.registry import OPS
+from cextend.tensor import Tensor
 
 
 def install(namespace):
-    from cextend.tensor import Tensor
     registry.install(Tensor, namespace)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from cextend._device import DeviceArray, _unsupported
 from cextend._ops._operands import require_tensor
+from cextend.autograd.grad_mode import is_grad_enabled
 
 _TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
                 "int32": "Int", "uint8": "Byte", "bool": "Bool", "int16": "Short", "int8": "Char"}
@@ -49,7 +50,6 @@ def cast_error(result_dtype, output_dtype):
 
 def check_no_grad(tensor, op, name):
     """torch's refusal of a gradient for an argument it does not differentiate."""
-    from cextend.autograd.grad_mode import is_grad_enabled
     if tensor is not None and is_grad_enabled() and tensor.requires_grad:
         raise RuntimeError("The function '%s' is not differentiable with respect to argument '%s'. "
                            "This input cannot have requires_grad True." % (op, name))

@@ -16,6 +16,10 @@ from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
+from cextend._device import DeviceArray
+from cextend.tensor import Tensor
+from cextend._overlap import check_not_read_while_written
+from cextend._promotion import _torch_name
 
 NO_EDGE = (None, 0)
 _FREED = ("freed",)
@@ -273,7 +277,6 @@ def _check_differentiable_output(out):
     """torch refuses to attach history to a new integer tensor, or to a
     view of an integer tensor that fill_ gave a value requiring grad."""
     if out._data.dtype.kind != "f":
-        from cextend._promotion import _torch_name
         raise RuntimeError("Autograd not support dtype: %s" % _torch_name(out._data.dtype))
 
 
@@ -374,7 +377,6 @@ def finish_inplace(t, node, output_nr=0):
 def check_out(out, name, *inputs, differentiable=True):
     """out= is a plain buffer: torch refuses it when a differentiable op
     would need history (non-differentiable ops, comparisons say, accept it)."""
-    from cextend.tensor import Tensor
     if not isinstance(out, Tensor):
         raise TypeError("%s(): argument 'out' must be Tensor, not %s" % (name, type(out).__name__))
     if differentiable and grad_mode.is_grad_enabled() and (needs_grad(*inputs) or out.requires_grad):
@@ -402,15 +404,12 @@ def write_out(out, array, name, strict=False, cast=False, reads=()):
     share memory with: torch fills out with the reduction's identity (or
     zeros) before it reads them, so its answer there is that of the
     overwritten input; cextend refuses, as for other order-dependent writes."""
-    from cextend._device import DeviceArray
     check_writable(out)
     if reads:
-        from cextend._overlap import check_not_read_while_written
         check_not_read_while_written(out._data, reads)
     source = np.dtype(array.dtype)
     if source != out._data.dtype:
         if strict:
-            from cextend._promotion import _torch_name
             if strict == "same_dtype":      # TensorIterator's check_all_same_dtype
                 raise RuntimeError("Found dtype %s but expected %s"
                                    % (_torch_name(out._data.dtype), _torch_name(source)))

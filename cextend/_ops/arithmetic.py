@@ -25,6 +25,9 @@ from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
                                     require_tensor)
 from cextend._ops.registry import method, register
+from cextend._promotion import result_type
+from cextend._dtype import from_numpy
+from cextend._promotion import _torch_name
 
 
 
@@ -482,7 +485,6 @@ def _alpha(input, other, alpha, op):
         if not is_tensor(other):
             return float(rt.type(other) * rt.type(alpha))
         if other._data.dtype != rt:
-            from cextend._dtype import from_numpy
             other = other.to(from_numpy(rt))
     scaled = other * alpha
     if getattr(scaled, "_grad_fn", None) is not None:
@@ -860,7 +862,6 @@ def where(condition, input=None, other=None, *, out=None):
         require_tensor(other, "where", "other")
     a = require_operand(input, "where", "input")
     b = require_operand(other, "where", "other")
-    from cextend._promotion import result_type
     rt = result_type(a, b)
     broadcast_shapes(cond._data.shape, *[x._data.shape for x in (a, b) if is_tensor(x)])
     data = quietly(np.where, cond._data, as_array(a, rt), as_array(b, rt))
@@ -869,7 +870,6 @@ def where(condition, input=None, other=None, *, out=None):
     if out is not None:
         rec.check_out(out, "where", a, b)
         if out._data.dtype != rt:
-            from cextend._promotion import _torch_name
             raise RuntimeError("Expected out type to be %s but got %s" % (_torch_name(rt), _torch_name(out._data.dtype)))
         return rec.write_out(out, data, "where")
     result = _wrap(_as_ndarray(data, rt))

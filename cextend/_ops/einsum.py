@@ -14,6 +14,7 @@ import string
 from cextend._ops._operands import require_tensor
 from cextend.autograd import views
 from cextend._ops.registry import Sample, register
+from cextend._promotion import _torch_name
 
 _SPARE = string.ascii_uppercase + string.ascii_lowercase
 
@@ -112,7 +113,6 @@ def _contract(a, sa, b, sb, keep, sizes):
     else:
         # torch's bmm: one dtype, named as its kernel names it
         if pa._data.dtype != pb._data.dtype:
-            from cextend._promotion import _torch_name
             raise RuntimeError("expected scalar type %s but found %s"
                                % (_torch_name(pa._data.dtype), _torch_name(pb._data.dtype)))
         product = pa.reshape(size(batch), size(left), size(contracted)).matmul(

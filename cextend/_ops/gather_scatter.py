@@ -7,24 +7,27 @@ import numpy as np
 from cextend._ops import _record as rec
 from cextend._ops._layout import empty_like_preserve
 from cextend._overlap import check_no_overlap, check_no_partial, check_not_read_while_written
-from cextend._ops._operands import as_array, is_tensor, operand, require_tensor
+from cextend._ops._operands import is_tensor, operand, require_tensor
 from cextend._ops.indexing import inplace_via
 from cextend._ops.registry import Const, Sample, register
 from cextend.autograd import grad_mode, views
 from cextend.autograd.graph import SavedTensor
 from cextend.tensor import _wrap as _new_tensor
+from cextend._ops.arithmetic import _fill_scalar
+from cextend._ops.reduction import reduce_dims
+from cextend._promotion import _torch_name as name
+from cextend.tensor import _dim as normalize
+from cextend._ops.joining import cat
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _torch_name(t):
-    from cextend._promotion import _torch_name as name
     return name(t._data.dtype)
 
 
 def _dim(x, dim):
-    from cextend.tensor import _dim as normalize
     return normalize(dim, max(x._data.ndim, 1))
 
 
@@ -405,7 +408,6 @@ def index_fill(input, dim, index, value):
     if is_tensor(value) and value._data.ndim:
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            "%d dimension(s)." % value._data.ndim)
-    from cextend._ops.arithmetic import _fill_scalar
     fill = _fill_scalar(value._data if is_tensor(value) else value, x._data.dtype)
     data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy", layout="preserve")
     t = _wrap(data)
@@ -507,7 +509,6 @@ def _masked_scatter_backward(node, g, mask):
     if node.needs(2):
         picked = masked_select(g, mask)
         count = picked._data.size
-        from cextend._ops.joining import cat
         rest = node.source_numel - count
         flat = cat([picked, picked.new_zeros(rest)]) if rest else picked
         grad_source = flat.reshape(node.source_shape)
@@ -569,9 +570,8 @@ def nonzero(input, *, out=None, as_tuple=False):
         return _wrap(coords)
     rec.check_out(out, "nonzero", differentiable=False)
     if out._data.dtype != np.int64:
-        from cextend._promotion import _torch_name
         raise RuntimeError("nonzero: Expected out tensor to have scalar type Long but got scalar type%s"
-                           % _torch_name(out._data.dtype))
+                           % name(out._data.dtype))
     return rec.write_out(out, coords, "nonzero")
 
 
@@ -581,7 +581,6 @@ def argwhere(input):
 
 def count_nonzero(input, dim=None):
     x = require_tensor(input, "count_nonzero")
-    from cextend._ops.reduction import reduce_dims
     dims = reduce_dims(x, dim)
     return _wrap(np.asarray(np.count_nonzero(x._data, axis=dims), np.int64, order="C"))     # contiguous, as torch's
 

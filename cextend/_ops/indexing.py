@@ -22,6 +22,8 @@ from cextend._ops.registry import method
 from cextend._ops.shape import _SelectNode, _SliceNode, _slice_view
 from cextend.autograd.graph import SavedTensor
 from cextend.tensor import _wrap
+from cextend._device import DeviceArray as D
+from cextend._promotion import _torch_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
@@ -336,7 +338,6 @@ def _same_elements(a, b):
 
 def _device_copy(self, source):
     if type(self._data) is not type(source):
-        from cextend._device import DeviceArray as D
         source = D.from_host(np.asarray(source)) if type(self._data) is D else source.to_host()
         if type(self._data) is not D:
             np.copyto(self._data, source, casting="unsafe")
@@ -513,7 +514,6 @@ def index_put_(self, indices, values, accumulate=False, sources=None, arrange=No
     value = operand(values)
     if is_tensor(value):
         if value._data.dtype != self._data.dtype:
-            from cextend._promotion import _torch_name
             raise RuntimeError("Index put requires the source and destination dtypes match, got %s for the "
                                "destination and %s for the source." % (_torch_name(self._data.dtype),
                                                                       _torch_name(value._data.dtype)))

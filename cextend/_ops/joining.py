@@ -5,10 +5,10 @@ from cextend._memory_format import channels_last, empty_as, suggests_channels_la
 from cextend._promotion import result_type
 from cextend._ops import _record as rec
 from cextend._ops.registry import Sample, register
+from cextend.tensor import Tensor, _dim, _wrap
 
 
 def _tensor_list(tensors, op):
-    from cextend.tensor import Tensor
     if isinstance(tensors, Tensor):
         raise TypeError("%s(): argument 'tensors' must be tuple of Tensors, not Tensor" % op)
     tensors = list(tensors)
@@ -49,7 +49,6 @@ _CatNode = rec.node_class("CatBackward", _cat_backward)
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate along an existing dimension (differentiable)."""
-    from cextend.tensor import _dim, _wrap
     tensors = _tensor_list(tensors, "cat")
     # torch skips 1-D empty tensors (legacy behaviour) when sizing the result.
     skipped = [t._data.ndim == 1 and t._data.shape[0] == 0 for t in tensors]
@@ -91,7 +90,6 @@ _StackNode = rec.node_class("StackBackward", _stack_backward)
 
 def stack(tensors, dim=0, *, out=None):
     """Stack along a new dimension (differentiable)."""
-    from cextend.tensor import _dim, _wrap
     tensors = _tensor_list(tensors, "stack")
     for i, t in enumerate(tensors):
         if t._data.shape != tensors[0]._data.shape:

@@ -13,6 +13,8 @@ from cextend.autograd import views
 from cextend.tensor import _wrap
 from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.registry import Sample, method, register
+from cextend._promotion import _torch_name
+from cextend.functions.linear import LinearFunction
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -268,7 +270,6 @@ register("matmul", matmul, samples=_matmul_samples, family="linalg")
 
 
 def _rmatmul(self, other):
-    from cextend._ops._operands import is_tensor
     return matmul(other, self) if is_tensor(other) else NotImplemented
 
 
@@ -369,7 +370,6 @@ def mv(input, vec, *, out=None):
     if a._data.dtype == v._data.dtype:
         _check_same_dtype(a, v, "mv")
     if out is not None and is_tensor(out) and out._data.dtype != a._data.dtype:
-        from cextend._promotion import _torch_name
         raise RuntimeError("addmv input tensors must have the same dtype, but got %s, %s, and %s"
                            % tuple(_torch_name(t._data.dtype) for t in (out, a, v)))
     return matmul(a, v, out=out)
@@ -380,7 +380,6 @@ def dot(input, tensor, *, out=None):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError("1D tensors expected, but got %dD and %dD tensors" % (a._data.ndim, b._data.ndim))
     if out is not None and is_tensor(out) and out._data.dtype != a._data.dtype:
-        from cextend._promotion import _torch_name
         raise RuntimeError("result dtype %s does not match input dtype %s"
                            % (_torch_name(out._data.dtype), _torch_name(a._data.dtype)))
     return matmul(a, b, out=out)
@@ -476,7 +475,6 @@ def _check_linear(x, w, b):
 
 
 def _scalar_name(t):
-    from cextend._promotion import _torch_name
     return _torch_name(t._data.dtype)
 
 
@@ -489,7 +487,6 @@ def linear(input, weight, bias=None):
     if x._data.dtype.kind == "b" and w._data.ndim == 2:
         _check_same_dtype(x, w, "linear")      # torch's addmm has no bool kernel
     if x.is_cuda or w.is_cuda or (b is not None and b.is_cuda):
-        from cextend.functions.linear import LinearFunction
         return LinearFunction.apply(x, w, b)
     if w._data.ndim == 1:
         out = matmul(x, w)

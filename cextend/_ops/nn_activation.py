@@ -20,6 +20,8 @@ from cextend._ops.conversion import to_dtype
 from cextend._ops._layout import empty_like_preserve
 from cextend._ops.registry import register
 from cextend.tensor import _wrap as _new_tensor
+from cextend._ops.arithmetic import torch_maximum, torch_minimum
+from cextend.tensor import _dim
 
 _SQRT1_2 = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -147,7 +149,6 @@ def _softmax_array(data, axis, log):
 
 
 def _softmax_like(input, dim, dtype, log, name):
-    from cextend.tensor import _dim
     x = host_tensor(input, name)
     if dtype is not None:
         x = to_dtype(x, _dtype.as_dtype(dtype).numpy)
@@ -464,7 +465,6 @@ def _hardtanh_compute(a, min_val, max_val):
         # ATen truncates the limits to integers (Scalar.toLong) so they do not promote.
         return np.clip(a, math.trunc(min_val), math.trunc(max_val)).astype(a.dtype)
     # torch's clamp: NaN stays NaN, and -0.0 stays -0.0 at a bound of 0.
-    from cextend._ops.arithmetic import torch_maximum, torch_minimum
     return torch_minimum(torch_maximum(a, a.dtype.type(min_val)), a.dtype.type(max_val))
 
 

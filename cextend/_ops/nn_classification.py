@@ -16,6 +16,7 @@ from cextend._ops._nn_checks import (check_no_grad, functional_call, host_tensor
                                      require_float, torch_name)
 from cextend._ops.registry import register
 from cextend.tensor import _wrap as _new_tensor
+from cextend._ops.nn_activation import log_softmax
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -227,7 +228,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim, then nll_loss; a float target of input's
     shape holds class probabilities.  label_smoothing mixes in the uniform distribution."""
-    from cextend._ops.nn_activation import log_softmax
     x = host_tensor(input, "cross_entropy")
     t = host_tensor(target, "cross_entropy", "target")
     reduction = reduction_arg(size_average, reduce, reduction)

@@ -19,6 +19,8 @@ from cextend._ops._nn_checks import cast_error, functional_call, host_tensor, re
 from cextend._ops.registry import register
 from cextend.autograd import grad_mode
 from cextend.tensor import _wrap as _new_tensor
+from cextend.tensor import _dim
+from cextend._ops.arithmetic import div
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -382,7 +384,6 @@ def one_hot(tensor, num_classes=-1):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
-    from cextend.tensor import _dim
     x = host_tensor(input, "normalize")
     if x._data.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -390,7 +391,6 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     _dim(dim, x._data.ndim)
     denom = x.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(x)
     if out is not None:
-        from cextend._ops.arithmetic import div
         return div(x, denom, out=out)
     return x / denom
 

@@ -23,6 +23,9 @@ from cextend._ops._operands import as_array, require_tensor
 from cextend._ops.registry import register
 from cextend._promotion import result_type
 from cextend.tensor import _wrap as _new_tensor
+from cextend._ops.arithmetic import where
+from cextend._ops.nn_activation import logsigmoid
+from cextend._ops.shape import broadcast_tensors
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -39,7 +42,6 @@ def _broadcast_pair(x, t):
         if p != q and p != 1 and q != 1:
             raise RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d) at "
                                "non-singleton dimension %d" % (p, q, dim))
-    from cextend._ops.shape import broadcast_tensors
     return broadcast_tensors(x, t)
 
 
@@ -219,7 +221,6 @@ def _limited(diff, bound):
     derivative is 1 strictly inside only, as torch's double backward
     (grad * (|d| < bound)): at |d| == bound exactly it is 0, where a
     clamp's would pass the gradient."""
-    from cextend._ops.arithmetic import where
     return where(diff.abs() < bound, diff, diff.clamp(-bound, bound).detach())
 
 
@@ -336,7 +337,6 @@ def _bce_logits_compute(x, y, w=None, pw=None, input_dtype=None, loss_dtype=None
 
 
 def _bce_logits_backward(node, gs, x, t, w=None, pw=None):
-    from cextend._ops.nn_activation import logsigmoid
     grad_x = grad_t = None
     if node.needs(0):
         if pw is not None:
@@ -392,7 +392,6 @@ def _xlogy_backward(node, g, x, y):
     # other <= 0, so a zero incoming gradient gives 0 even where log(other) is NaN.
     grad_x = grad_y = None
     if node.needs(0):
-        from cextend._ops.arithmetic import where
         grad_x = where((x == 0).logical_and(y <= 0), 0.0, _xlogy(g, y))
     if node.needs(1):
         grad_y = g * x / y

@@ -22,6 +22,11 @@ from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_v
 from cextend._ops.arithmetic import where
 from cextend._ops.indexing import inplace_via
 from cextend._ops.registry import register
+from cextend._device import runtime
+from cextend._ops.arithmetic import check_broadcasts_into, torch_maximum, torch_minimum
+from cextend._ops.registry import Sample
+from cextend._ops.indexing import copy_into
+from cextend._promotion import _torch_name
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -236,7 +241,6 @@ register("logit", logit, samples=S.unary(0.1, 0.9), family="pointwise",
 def _logit_inplace(self, eps=None):
     x = require_tensor(self, "logit_")
     if x._data.dtype.kind != "f":       # a float result into an integer or bool tensor
-        from cextend._promotion import _torch_name
         raise RuntimeError("result type Float can't be cast to the desired output type %s"
                            % _torch_name(x._data.dtype))
     return _logit_via_copy(x, eps)
@@ -321,7 +325,6 @@ def _relu_backward(node, g, result):
 
 def _device_relu_mask(result):
     """1 where relu's output is positive, on the device (a constant)."""
-    from cextend._device import runtime
     ones, mask = DeviceArray(result.shape, result.dtype), DeviceArray(result.shape, result.dtype)
     ones[...] = 1
     runtime().relu_backward(result, ones, mask)
@@ -330,7 +333,6 @@ def _device_relu_mask(result):
 
 def _relu(x):
     if type(x) is DeviceArray:
-        from cextend._device import runtime
         out = DeviceArray(x.shape, x.dtype)
         runtime().relu(x, out)
         return out
@@ -413,7 +415,6 @@ def _polygamma_inplace(self, n):
 
 
 def _polygamma_samples(rng):
-    from cextend._ops.registry import Sample
     for n in (0, 1, 2):
         yield Sample(n, rng.uniform(0.5, 3.0, (3, 4)))
 
@@ -486,7 +487,6 @@ def _clamp_data(x, low, high, dt):
     """min(max(x, low), high) as torch: x is kept unless it is below low (so
     -0.0 stays -0.0 at a bound of 0); NaN in x or a bound propagates; low >
     high gives high."""
-    from cextend._ops.arithmetic import torch_maximum, torch_minimum
     data = as_array(x, dt)
     if low is not None:
         data = quietly(torch_maximum, data, as_array(low, dt))
@@ -548,7 +548,6 @@ def clamp(input, min=None, max=None, *, out=None, _op="clamp"):
 
 def _clamp_inplace(self, min=None, max=None, _op="clamp"):
     low, high = _bounds(min, max, "clamp_")
-    from cextend._ops.arithmetic import check_broadcasts_into
     for bound in (low, high):
         if is_tensor(bound):
             check_broadcasts_into(self, bound)
@@ -567,7 +566,6 @@ def _clamp_inplace(self, min=None, max=None, _op="clamp"):
 
 
 def _clamp_samples(rng):
-    from cextend._ops.registry import Sample
     values = rng.uniform(-2, 2, (3, 4))
     yield Sample(values, -0.5, 0.7)
     yield Sample(values, min=-0.5)
@@ -588,7 +586,6 @@ def clamp_max(input, max, *, out=None):
 
 
 def _one_bound_samples(rng):
-    from cextend._ops.registry import Sample
     yield Sample(rng.uniform(-2, 2, (3, 4)), 0.3)
     yield Sample(rng.uniform(-2, 2, (3, 4)), rng.uniform(-1, 1, (3, 4)))
 
@@ -635,7 +632,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
         node = rec.record(_NanToNumNode, (x,), result)
         node._saved = (rec.save(x),)       # torch saves self; the mask is recomputed
     if out is not None and out._data.dtype != data.dtype:
-        from cextend._promotion import _torch_name
         raise RuntimeError("nan_to_num: dtype of out: %s should be same as input: %s"
                            % (_torch_name(out._data.dtype), _torch_name(data.dtype)))
     return result if out is None else rec.finish_out(out, result, "nan_to_num", x)
@@ -649,7 +645,6 @@ def _nan_to_num_inplace(self, nan=0.0, posinf=None, neginf=None):
     x = require_tensor(self, "nan_to_num_")
     if x._data.dtype.kind != "f":
         # torch copies an integer tensor onto itself: no write (even expanded), a version bump
-        from cextend._ops.indexing import copy_into
         return copy_into(x, x, expanded_ok=True)
     return _nan_to_num_via_copy(x, nan, posinf, neginf)
 

@@ -7,13 +7,15 @@ from cextend._ops import _record as rec
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.tensor import _wrap as _new_tensor
+from cextend._memory_format import contiguous_format
+from cextend._ops.gather_scatter import index_add
+from cextend.tensor import _dim, _sizes, _wrap as wrap
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _dims(x, dims, op):
-    from cextend.tensor import _dim
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     normalized = [_dim(d, x._data.ndim) for d in dims]
     if len(set(normalized)) != len(normalized):
@@ -85,7 +87,6 @@ def roll(input, shifts, dims=None):
     dims_t = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts_t) != len(dims_t):
         raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts_t), len(dims_t)))
-    from cextend.tensor import _dim
     d = tuple(_dim(k, x._data.ndim) for k in dims_t)
     t = _wrap(np.asarray(np.roll(x._data, shifts_t, d), order="C"))     # torch's roll is contiguous
     if rec.needs_grad(x):
@@ -116,7 +117,6 @@ _RepeatNode = rec.node_class("RepeatBackward", _repeat_backward)
 
 
 def repeat(self, *sizes):
-    from cextend.tensor import _sizes
     repeats = _sizes(sizes, "repeats")
     if len(repeats) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
@@ -150,8 +150,6 @@ def _repeat_interleave_backward(node, g):
     d = node.dim
     idx = node.index
     zeros = g.new_zeros(node.in_shape)
-    from cextend._ops.gather_scatter import index_add
-    from cextend.tensor import _wrap as wrap
     return index_add(zeros, d, wrap(idx), g).reshape(node.orig_shape)
 
 
@@ -161,7 +159,6 @@ _RepeatInterleaveNode = rec.node_class("RepeatInterleaveBackward", _repeat_inter
 def _repeat_each(x, repeats, dim):
     """An int repeats is, in torch, unsqueeze + expand + a contiguous clone +
     view: the result is a view (of that clone) with torch's history."""
-    from cextend.tensor import _dim
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
     source = x.flatten() if dim is None else x
@@ -173,7 +170,6 @@ def _repeat_each(x, repeats, dim):
     sizes[d + 1] = repeats
     shape = list(source.shape)
     shape[d] *= repeats
-    from cextend._memory_format import contiguous_format
     return spread.expand(sizes).clone(memory_format=contiguous_format).view(shape)
 
 
@@ -182,7 +178,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         return _repeat_each(x, repeats, dim)
     data = x._data if dim is not None else x._data.reshape(-1)
-    from cextend.tensor import _dim
     d = _dim(dim, data.ndim) if dim is not None else 0
     counts = repeats._data if hasattr(repeats, "_data") else repeats
     counts = np.broadcast_to(np.asarray(counts, np.int64), (data.shape[d],)) if np.ndim(counts) == 0 \

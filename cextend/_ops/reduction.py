@@ -17,6 +17,9 @@ from cextend._ops.arithmetic import maximum, minimum, where
 from cextend._ops.registry import register
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.tensor import _wrap
+from cextend._promotion import _torch_name as name
+from cextend.tensor import _dim
+from cextend._device import _unsupported
 
 
 
@@ -49,7 +52,6 @@ def reduce_dims(x, dim, op="sum"):
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:
         return tuple(range(n))
-    from cextend.tensor import _dim
     normalized = [_dim(d, n) for d in dims]
     if n == 0:
         return ()       # dim 0 or -1 of a 0-d tensor: nothing to reduce (as torch)
@@ -184,7 +186,6 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 def _torch_name(dt):
-    from cextend._promotion import _torch_name as name
     return name(dt)
 
 
@@ -260,7 +261,6 @@ def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
                                "Specify the reduction dim with the 'dim' argument." % name)
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (name, all_dims[0]))
     if type(data) is DeviceArray:
-        from cextend._device import _unsupported
         raise _unsupported(name)
     reducer = np.max if is_max else np.min
     result = np.asarray(reducer(data, axis=all_dims, keepdims=keepdim))
@@ -286,7 +286,6 @@ _MinDimNode = rec.node_class("MinBackward", _dim_backward, multi_output=True)
 
 
 def _extreme_dim(x, dim, keepdim, is_max, name):
-    from cextend.tensor import _dim, _wrap
     data = x._data
     d = _dim(dim, data.ndim)
     if data.ndim and data.shape[d] == 0:
@@ -374,7 +373,6 @@ def _arg(is_max, name):
         data = x._data
         if data.dtype.kind == "b":
             raise RuntimeError("%s(): does not support bool input" % name)
-        from cextend.tensor import _dim, _wrap
         if dim is None:
             if data.size == 0:
                 raise IndexError("%s(): Expected reduction dim to be specified for input.numel() == 0."

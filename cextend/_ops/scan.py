@@ -9,10 +9,15 @@ from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
 from cextend.autograd import grad_mode, views
 from cextend.tensor import _wrap
+from cextend._ops.arithmetic import where
+from cextend._ops.gather_scatter import scatter_add
+from cextend._ops.joining import cat
+from cextend._promotion import float_result
+from cextend.tensor import _dim
+from cextend._promotion import _torch_name
 
 
 def _dim_of(x, dim):
-    from cextend.tensor import _dim
     return _dim(dim, x._data.ndim)
 
 
@@ -108,7 +113,6 @@ def _cumprod_backward(node, g, x, result):
         return _reverse_cumsum(g * result, d) / x
     if not grad_mode.is_grad_enabled():
         return _wrap(_cumprod_grad_with_zeros(x._data, g._data, result._data, d))
-    from cextend._ops.joining import cat
     ones_shape = list(x.shape)
     ones_shape[d] = 1
     slices = []
@@ -222,7 +226,6 @@ def _cum_extreme_backward(node, grads, indices, input=None):
 
 
 def _scatter_add_along(g, index, dim, shape):
-    from cextend._ops.gather_scatter import scatter_add
     zeros = _wrap(np.zeros(shape, g._data.dtype))
     return scatter_add(zeros, dim, _wrap(index), g)
 
@@ -283,7 +286,6 @@ def _logcumsumexp_backward(node, g, x, result):
     # d/dx_k = sum_{j>=k} g_j exp(x_k - result_j), as torch computes it: in
     # log space, positive and negative g apart (no overflow, and a NaN or
     # zero g contributes nothing rather than poisoning the sum)
-    from cextend._ops.arithmetic import where
     d = node.dim
     lowest = float(np.finfo(g._data.dtype).min)
     log_abs = g.abs().log()
@@ -301,10 +303,8 @@ _LogcumsumexpNode = rec.node_class("LogcumsumexpBackward", _logcumsumexp_backwar
 def logcumsumexp(input, dim, *, out=None):
     x = require_tensor(input, "logcumsumexp")
     if x._data.dtype.kind != "f":
-        from cextend._promotion import _torch_name
         raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for '%s'" % _torch_name(x._data.dtype))
     d = _dim_of(x, dim)
-    from cextend._promotion import float_result
     dt = float_result(x._data.dtype)
     data = x._data.astype(dt)
     result = quietly(np.logaddexp.accumulate, data, d) + dt.type(0) if data.ndim else data.copy()

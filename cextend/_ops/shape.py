@@ -13,16 +13,20 @@ from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.autograd import views
 from cextend.tensor import _alias as _same_memory, _wrap
+from cextend import _dtype
+from cextend._device import _unsupported
+from cextend._ops._operands import broadcast_shapes
+from cextend._ops.joining import cat, stack
+from cextend.autograd.grad_mode import no_grad
+from cextend.tensor import _dim as normalize, _sizes as sizes
 
 
 def _dim(dim, ndim, op="dim"):
     """A dimension index in [0, ndim), from a possibly negative one."""
-    from cextend.tensor import _dim as normalize
     return normalize(dim, ndim)
 
 
 def _sizes(args, what="shape"):
-    from cextend.tensor import _sizes as sizes
     return sizes(args, what)
 
 
@@ -110,7 +114,6 @@ def view(self, *shape):
 
 
 def _view_dtype(self, dtype):
-    from cextend import _dtype
     target = _dtype.as_dtype(dtype).numpy
     if target == self._data.dtype:
         return _alias(self)
@@ -216,7 +219,6 @@ def transpose(input, dim0, dim1):
 
 
 def _device_only(what):
-    from cextend._device import _unsupported
     raise _unsupported(what)
 
 
@@ -421,7 +423,6 @@ register("broadcast_to", broadcast_to, samples=lambda rng: iter([Sample(rng.stan
 
 
 def broadcast_tensors(*tensors):
-    from cextend._ops._operands import broadcast_shapes
     shape = broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
@@ -480,7 +481,6 @@ def embed(g, shape, place):
 
 
 def _no_grad():
-    from cextend.autograd.grad_mode import no_grad
     return no_grad()
 
 
@@ -577,7 +577,6 @@ register("diagonal", diagonal, samples=lambda rng: iter([Sample(rng.standard_nor
 
 def _multi_back(node, grads):
     """grads of the pieces (None: zeros) concatenated back along dim."""
-    from cextend._ops.joining import cat, stack
     pieces = []
     for g, shape in zip(grads, node.shapes):
         if g is None:

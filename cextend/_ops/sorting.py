@@ -10,13 +10,13 @@ from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import index_scatter, return_types, _evenly_backward
 from cextend._ops.registry import Sample, register
 from cextend.tensor import _wrap as _new_tensor
+from cextend.tensor import _dim as normalize
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
 
 
 def _dim(x, dim):
-    from cextend.tensor import _dim as normalize
     return normalize(dim, x._data.ndim)
 
 

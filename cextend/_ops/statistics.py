@@ -15,6 +15,9 @@ from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import _contiguous, reduce_dims, _keepdim_shape
 from cextend._ops.registry import Sample, register
 from cextend.tensor import _wrap as _new_tensor
+from cextend._ops.joining import cat
+from cextend._promotion import float_result
+from cextend._ops.reduction import out_reduction_dtype
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -42,7 +45,6 @@ def _record(node_cls, x, out, dims, keepdim, saved=(), **attrs):
 def _prod_safe_zeros(g, x, dim):
     """d prod/d x_k as the product of the others, by exclusive cumprods in
     both directions (no division, so zeros are fine)."""
-    from cextend._ops.joining import cat
     n = x.shape[dim]
     if n == 0:
         return g.expand(x.shape)
@@ -81,7 +83,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None and dim is None:
         rec.no_out(out, "prod")
     if out is not None:
-        from cextend._ops.reduction import out_reduction_dtype
         rt = out_reduction_dtype(out, dtype, "prod")
     else:
         rt = _dtype.as_dtype(dtype).numpy if dtype is not None else \
@@ -347,7 +348,6 @@ _LogsumexpNode = rec.node_class("LogsumexpBackward", _logsumexp_backward)
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
     x = require_tensor(input, "logsumexp")
-    from cextend._promotion import float_result
     data = x._data.astype(float_result(x._data.dtype), copy=False)
     dims = reduce_dims(x, dim)
 

@@ -10,6 +10,7 @@ from cextend._ops.arithmetic import check_broadcasts_into
 from cextend._ops.registry import Sample, register
 from cextend._promotion import result_type
 from cextend.tensor import _wrap as _new_tensor
+from cextend._promotion import _torch_name
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -75,7 +76,6 @@ def _lerp(start, end, weight, inplace=False):
     if is_tensor(w) and w._data.ndim and w._data.dtype != a._data.dtype:     # a 0-d weight may be any dtype
         raise RuntimeError("expected dtype %s for `weight` but got dtype %s" % (_c_name(a), _c_name(w)))
     if a._data.dtype.kind != "f":
-        from cextend._promotion import _torch_name
         raise NotImplementedError("\"lerp_kernel_scalar\" not implemented for '%s'" % _torch_name(a._data.dtype))
     dt = result_type(a, b, w)
     broadcast_shapes(a._data.shape, b._data.shape, w._data.shape if is_tensor(w) else ())
@@ -131,7 +131,6 @@ def _addcdiv_backward(node, g, t1, t2):
     v = node.value
     if node.needs(1) and t2._data.dtype.kind in "iub":
         # torch's formula computes value / tensor2 in tensor2's dtype, in place
-        from cextend._promotion import _torch_name
         raise RuntimeError("result type %s can't be cast to the desired output type %s"
                            % (_torch_name(result_type(1.0, t2)), _torch_name(t2._data.dtype)))
     return (g if node.needs(0) else None,

@@ -28,6 +28,7 @@ from cextend._device import DeviceArray
 
 from cextend.autograd import grad_mode, views
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, gradient_edge
+from cextend.tensor import Tensor, _wrap
 
 _NO_EDGE = (None, 0)
 _NO_META = None
@@ -39,7 +40,6 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         """Keep tensors (or None) for backward; modifying one in place later
         makes backward raise instead of computing a wrong gradient."""
-        from cextend.tensor import Tensor
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument %d is of "
@@ -113,7 +113,6 @@ class BackwardCFunction(Node, FunctionCtx):
 def _zeros(meta):
     """A zero gradient for an output that received none, on its device."""
     import numpy as np
-    from cextend.tensor import _wrap
     shape, dtype, on_device = meta
     if not on_device:
         return _wrap(np.zeros(shape, dtype))
@@ -133,7 +132,6 @@ def _normalize_gradients(node, result):
     if len(result) != expected:
         raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
                            % (node.name(), expected, len(result)))
-    from cextend.tensor import Tensor
     for i, (g, meta) in enumerate(zip(result, node._input_meta)):
         if g is None:
             continue
@@ -194,7 +192,6 @@ class Function(FunctionCtx):
 
     @classmethod
     def _apply(cls, args, kwargs, state=None):
-        from cextend.tensor import Tensor
         ctx = cls._backward_cls()
         if state:
             ctx.__dict__.update(state)
@@ -301,7 +298,6 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
 
 
 def _detached_alias(t):
-    from cextend.tensor import _wrap
     out = _wrap(t._data)
     out._version_counter = t._version_counter
     return out
@@ -342,7 +338,6 @@ def once_differentiable(backward):
     history off, and a double backward through its results raises."""
     @functools.wraps(backward)
     def wrapper(ctx, *grads):
-        from cextend.tensor import Tensor
         with grad_mode.no_grad():
             result = backward(ctx, *grads)
         history = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]

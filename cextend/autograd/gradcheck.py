@@ -11,6 +11,9 @@ import warnings
 import numpy as np
 
 from cextend.autograd import engine
+from cextend._device import DeviceArray
+from cextend._factories import randn
+from cextend.tensor import Size, Tensor, _wrap
 
 _WORST_SHOWN = 5
 
@@ -24,7 +27,6 @@ def _as_tuple(x):
 
 
 def _tensor_cls():
-    from cextend.tensor import Tensor
     return Tensor
 
 
@@ -94,7 +96,6 @@ def _check_perturbed_shapes(minus, plus, shapes, eps, index=None):
 
 
 def _size(shape):
-    from cextend.tensor import Size        # tensor.py imports autograd: resolved at call time
     return Size(shape)
 
 
@@ -120,8 +121,6 @@ def _analytical_jacobians(outputs, diff_inputs, check_grad_dtypes):
 def _like(array, tensor):
     """A host array as a Tensor on `tensor`'s device (gradcheck perturbs and
     builds cotangents on the host, then copies them over)."""
-    from cextend._device import DeviceArray
-    from cextend.tensor import _wrap
     return _wrap(DeviceArray.from_host(array) if tensor.is_cuda else array)
 
 
@@ -290,7 +289,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     grad_outputs default to random float64 tensors that require grad, so
     the derivatives with respect to them are checked too.
     """
-    from cextend._factories import randn
     if check_fwd_over_rev:
         raise NotImplementedError("cextend has no forward-mode AD; check_fwd_over_rev=True is not supported")
     inputs = _as_tuple(inputs)

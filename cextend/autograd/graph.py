@@ -24,6 +24,7 @@ from cextend._overlap import non_overlapping_and_dense
 
 from cextend._grad_state import is_grad_enabled
 from cextend.utils.hooks import ListHookHandle
+from cextend.tensor import _wrap
 
 _sequence = itertools.count()
 
@@ -155,7 +156,6 @@ def accumulate_into(tensor, grad):
             if is_grad_enabled():
                 tensor._grad = grad.clone()     # recorded: .grad differentiates through it
             else:
-                from cextend.tensor import _wrap
                 tensor._grad = _wrap(_obeying_layout_contract(grad._data, tensor._data))
         elif is_grad_enabled() or not current._data.flags.writeable:
             tensor._grad = current + grad
@@ -235,7 +235,6 @@ class SavedTensor:
                                    ".detach_().This is not supported, please use out-of-place `.detach()` "
                                    "instead")
             return self.tensor
-        from cextend.tensor import _wrap
         out = _wrap(self.data)
         out._version_counter = self.version_counter
         if self.requires_grad:

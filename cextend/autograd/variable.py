@@ -6,11 +6,12 @@ As in torch, Variable(t) is not t: it is a new leaf sharing t's storage
 Variable's .grad and never t's.  Every Tensor is an instance of Variable.
 """
 import warnings
+from cextend import _factories
+from cextend.tensor import Tensor
 
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        from cextend.tensor import Tensor      # tensor.py imports autograd: resolved at call time
         return isinstance(other, Tensor)
 
 
@@ -18,8 +19,6 @@ class Variable(metaclass=_VariableMeta):
     """Variable(data=None, requires_grad=False, volatile=False): a Tensor."""
 
     def __new__(cls, data=None, requires_grad=False, volatile=False, name=None):
-        from cextend.tensor import Tensor
-        from cextend import _factories
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with cextend.no_grad():` "
                           "instead.", UserWarning, stacklevel=2)

@@ -16,6 +16,8 @@ here too, with torch's messages.
 from cextend.autograd import grad_mode
 from cextend.autograd.graph import FREED_MESSAGE, Node, gradient_edge
 from cextend.tensor import Tensor, _wrap
+from cextend._memory_format import contiguous_format
+from cextend.autograd.engine import fit_gradient
 
 # How a view came to be: rules for modifying it in place later.
 DEFAULT = 0
@@ -185,7 +187,6 @@ class AsStridedBackward0(Node):
 def _clone_in_order(g, order):
     """A (differentiable) copy of g laid out with dims `order` slowest first."""
     import numpy as np
-    from cextend._memory_format import contiguous_format
     data = g._data
     if type(data) is not np.ndarray or order == tuple(range(data.ndim)):
         return g.clone(memory_format=contiguous_format)
@@ -222,7 +223,6 @@ class CopySlices(Node):
         return "torch::autograd::CopySlices"     # torch's name(); its repr says CopySlices
 
     def apply(self, grads):
-        from cextend.autograd.engine import fit_gradient
         if self.fn is None:
             raise RuntimeError(FREED_MESSAGE)
         if grads[0] is None:

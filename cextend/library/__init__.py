@@ -23,10 +23,10 @@ from cextend.library._custom_op import CustomOpDef, custom_op
 from cextend.library._opcheck import DEFAULT_TEST_UTILS, OpCheckError, opcheck
 from cextend.library._sanitize import SanitizerError
 from cextend.library._schema import infer_schema
+from cextend.library._custom_op import OPDEFS
 
 
 def _op(op):
-    from cextend.library._custom_op import OPDEFS
     if isinstance(op, str):
         if op not in OPDEFS:
             raise ValueError("no custom op named %r (ops are named \"namespace::name\")" % op)

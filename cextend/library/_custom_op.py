@@ -25,6 +25,7 @@ import numpy as np
 from cextend.autograd import Function
 from cextend.autograd.grad_mode import is_grad_enabled, no_grad
 from cextend.library._schema import UNKNOWN_MUTATES, infer_schema, param_schema_types, resolved_annotations
+from cextend.tensor import Tensor
 
 OPDEFS = {}
 
@@ -137,7 +138,6 @@ class CustomOpDef:
 
     def _tensors(self, positional):
         """Every Tensor among the arguments (list arguments flattened)."""
-        from cextend.tensor import Tensor
         found = []
         for name, value in zip(self._positional, positional):
             if isinstance(value, Tensor):
@@ -197,7 +197,6 @@ def _overlap(a, b):
 
 def aliasing_problem(op, positional, result):
     """A message if an output aliases an input or another output, else None."""
-    from cextend.tensor import Tensor
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     outputs = [o for o in outputs if isinstance(o, Tensor)]
     for i, out in enumerate(outputs):
@@ -234,7 +233,6 @@ class _Call:
 
 def _is_tensor_list(value):
     """A list argument holding Tensors (List[Tensor] / List[Optional[Tensor]])."""
-    from cextend.tensor import Tensor
     return isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value)
 
 

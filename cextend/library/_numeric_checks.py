@@ -14,10 +14,12 @@ import os
 
 import numpy as np
 
+from cextend._backend import get_num_threads, set_num_threads
 from cextend.autograd import GradcheckError, gradcheck, gradgradcheck
 from cextend.autograd import grad as autograd_grad
 from cextend.autograd.grad_mode import enable_grad
 from cextend.library import _samples
+from cextend.tensor import Tensor, _wrap
 
 
 # -- gradcheck ---------------------------------------------------------------
@@ -119,7 +121,6 @@ def _variants(array):
 
 def _tensor_slots(op, positional):
     """(label, argument index, list index or None, tensor) for every Tensor argument."""
-    from cextend.tensor import Tensor
     slots = []
     for i, (name, value) in enumerate(zip(op._positional, positional)):
         if isinstance(value, Tensor):
@@ -178,7 +179,6 @@ def _layout_runs(op, positional, keyword_only, atol, rtol, context=""):
 
 def _expanded_grad_output(op, positional, keyword_only, reference, atol, rtol):
     """Backward with a stride-0 grad_output must match the same values stored contiguously."""
-    from cextend.tensor import _wrap
     if reference.grads is None:
         return
     args = _fresh(positional)
@@ -259,14 +259,12 @@ def _openmp():
 
 
 def _set_threads(count, openmp):
-    from cextend import set_num_threads
     set_num_threads(count)
     if openmp is not None:
         openmp.omp_set_num_threads(ctypes.c_int(count))
 
 
 def check_determinism(op, args, kwargs, repeats=3, **_):
-    from cextend import get_num_threads
     positional, keyword_only = _samples.copy_args(op, args, kwargs)
     first = _samples.run(op, _fresh(positional), keyword_only)
     for repeat in range(1, repeats):
@@ -288,7 +286,6 @@ def check_determinism(op, args, kwargs, repeats=3, **_):
                                      "work so that each element's reduction order does not depend on how many "
                                      "threads there are" % error) from None
     finally:
-        from cextend import set_num_threads
         set_num_threads(saved[0])
         if openmp is not None:
             openmp.omp_set_num_threads(ctypes.c_int(saved[1]))

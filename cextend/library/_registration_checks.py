@@ -13,6 +13,7 @@ from cextend.autograd import grad as autograd_grad
 from cextend.autograd.grad_mode import enable_grad, no_grad
 from cextend.library import _samples
 from cextend.library._custom_op import aliasing_problem
+from cextend.tensor import Tensor
 
 
 def _snapshots(op, positional):
@@ -44,7 +45,6 @@ def check_schema(op, args, kwargs, **_):
 
 
 def _check_return_type(op, result):
-    from cextend.tensor import Tensor
     returns = op._schema.rsplit("-> ", 1)[1]
     if returns == "()":
         expected_ok = result is None
@@ -121,7 +121,6 @@ def check_faketensor(op, args, kwargs, **_):
 
 
 def _compare_metadata(op, fake, real):
-    from cextend.tensor import Tensor
     fakes = fake if isinstance(fake, (tuple, list)) else (fake,)
     reals = real if isinstance(real, (tuple, list)) else (real,)
     prefix = "When comparing the output of %s on fake and real tensors, found" % op._qualname

@@ -3,10 +3,10 @@ import numpy as np
 
 from cextend.autograd import grad as autograd_grad
 from cextend.autograd.grad_mode import enable_grad, no_grad
+from cextend.tensor import Tensor, _wrap
 
 
 def _tensor_cls():
-    from cextend.tensor import Tensor
     return Tensor
 
 
@@ -18,7 +18,6 @@ def host(tensor):
 
 def new_leaf(array, like):
     """A fresh leaf over array with like's requires_grad."""
-    from cextend.tensor import _wrap
     t = _wrap(array)
     if like.requires_grad and t.is_floating_point():
         t.requires_grad_()
@@ -77,7 +76,6 @@ def leaves(op, positional):
 
 def grad_outputs_for(outputs, seed=1234):
     """A fixed random cotangent per differentiable output."""
-    from cextend.tensor import _wrap
     rng = np.random.default_rng(seed)
     return [_wrap(rng.standard_normal(host(o).shape).astype(host(o).dtype)) for o in outputs]
 

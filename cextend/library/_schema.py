@@ -9,14 +9,14 @@ with cextend's Tensor, dtype and device in place of torch's.
 import collections.abc
 import inspect
 import typing
+from cextend._dtype import dtype
+from cextend.device import device
+from cextend.tensor import Tensor
 
 UNKNOWN_MUTATES = "unknown"
 
 
 def _types():
-    from cextend._dtype import dtype
-    from cextend.device import device
-    from cextend.tensor import Tensor
     return Tensor, dtype, device
 
 

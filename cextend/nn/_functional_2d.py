@@ -24,6 +24,10 @@ from cextend.functions.conv import ConvTranspose2dFunction as _ConvTranspose2d
 from cextend.functions.pooling import AdaptiveAvgPool2dFunction as _AdaptiveAvgPool2d
 from cextend.functions.pooling import AvgPool2dFunction as _AvgPool2d
 from cextend.functions.pooling import MaxPool2dFunction as _MaxPool2d
+from cextend import _dtype
+from cextend._memory_format import channels_last, empty_as, suggests_channels_last
+from cextend._nn_shapes import pair
+from cextend._promotion import result_type
 
 
 def _tensor(value, name, op):
@@ -98,7 +102,6 @@ def _channels_last_if_torch(y, x, weight):
     """torch's CPU convolutions write a channels-last output when the input
     or the weight is laid out channels last (mkldnn_conv_use_channels_last,
     thnn_conv_use_channels_last): y re-laid out so, as a later view() sees."""
-    from cextend._memory_format import channels_last, empty_as, suggests_channels_last
     if type(y._data) is np.ndarray and (suggests_channels_last(x._data) or suggests_channels_last(weight._data)):
         laid_out = empty_as(y._data, y._data.dtype, channels_last)
         laid_out[...] = y._data
@@ -141,7 +144,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _mkldnn_transposed(x, weight, stride, output_padding, groups):
     """Whether torch 2.13 runs this float32 conv_transpose2d on oneDNN (its
     ConvParams::use_mkldnn, assuming more than one intra-op thread)."""
-    from cextend._nn_shapes import pair
     if any(op >= s for op, s in zip(pair(output_padding, "output_padding"), pair(stride, "stride"))):
         return False
     n, c, h, w = x.shape
@@ -153,7 +155,6 @@ def _add_bias_as_torch(y, bias, x, weight, stride, output_padding, groups):
     """torch's slow conv_transpose2d adds a bias of another dtype in place
     (output.add_(bias)): computed in the promoted dtype, stored in the output's;
     its oneDNN path (float32) refuses one."""
-    from cextend._promotion import result_type
     _tensor(bias, "bias", "conv_transpose2d")
     if x._data.dtype == np.float32 and _mkldnn_transposed(x, weight, stride, output_padding, groups):
         raise RuntimeError("Input type (torch.FloatTensor) and bias type (%s) should be the same or input should "
@@ -166,7 +167,6 @@ def _add_bias_as_torch(y, bias, x, weight, stride, output_padding, groups):
 
 
 def _dtype_of(numpy_dtype):
-    from cextend import _dtype
     return _dtype.as_dtype(np.dtype(numpy_dtype))
 
 

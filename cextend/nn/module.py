@@ -21,6 +21,8 @@ from cextend.autograd.grad_mode import no_grad
 from cextend.nn.parameter import Parameter
 from cextend.tensor import Tensor
 from cextend.utils.hooks import RemovableHandle
+from cextend import _dtype
+from cextend.device import as_device
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -626,15 +628,12 @@ class Module:
         return self._apply(lambda t: t.to(dtype=dtype) if t.is_floating_point() else t)
 
     def float(self):
-        from cextend import _dtype
         return self._cast_floating(_dtype.float32)
 
     def double(self):
-        from cextend import _dtype
         return self._cast_floating(_dtype.float64)
 
     def half(self):
-        from cextend import _dtype
         return self._cast_floating(_dtype.float16)
 
     # -- printing ---------------------------------------------------------
@@ -664,8 +663,6 @@ class Module:
 
 def _parse_to(args, kwargs):
     """(device, dtype) from Module.to's argument forms."""
-    from cextend import _dtype
-    from cextend.device import as_device
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)

@@ -29,6 +29,8 @@ device arrays for the operations they provide (unfused there).
 import numpy as np
 
 from cextend.tensor import _wrap
+from cextend import _dtype
+from cextend.tensor import Tensor
 
 
 def mul_(a, scalar):
@@ -118,7 +120,6 @@ def full_like(array, value):
 def step_tensor(value=0.0):
     """The 0-d `step` counter torch keeps in optimizer state: float32, or float64 while the
     default dtype is float64 (torch's _get_scalar_dtype)."""
-    from cextend import _dtype
     dtype = np.float64 if _dtype.DEFAULT_FLOAT.numpy == np.float64 else np.float32
     return _wrap(np.array(value, dtype=dtype))
 
@@ -139,7 +140,6 @@ def bump(*tensors):
 
 def scalar(value):
     """A hyperparameter as a Python number (1-element tensors allowed, as torch's lr)."""
-    from cextend.tensor import Tensor
     if isinstance(value, Tensor):
         return value.item()
     return value

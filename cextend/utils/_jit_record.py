@@ -12,6 +12,7 @@ import contextlib
 import threading
 
 import numpy as np
+from cextend.tensor import Tensor
 
 _ACTIVE = []
 _LOCK = threading.Lock()
@@ -71,7 +72,6 @@ def _guarded(args, params, const):
     corrupting this process's heap, and the replay reports it precisely.
     finish() copies outputs back into the caller's arrays.
     """
-    from cextend.tensor import Tensor
     copies, moved, backs = {}, [], []
     for value, cname, is_const in zip(args, params, const):
         array = value._data if isinstance(value, Tensor) else value
@@ -100,7 +100,6 @@ def _guarded(args, params, const):
 
 
 def _note(extension, symbol, params, args, ffi):
-    from cextend.tensor import Tensor
     recorded_args, shapes, problems = [], [], []
     seen = {}
     for i, (value, cname) in enumerate(zip(args, params)):

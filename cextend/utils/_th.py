@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 from cffi import FFI
+from cextend.tensor import Tensor
 
 # name -> (storage name, C element type, dtype)
 TYPES = {
@@ -169,7 +170,6 @@ class CallState:
 
 class ThArgument:
     def __init__(self, state, plan, value, position, function):
-        from cextend.tensor import Tensor
         self.state, self.value, self.position, self.function = state, value, position, function
         _, dtype, self.type_name, const = plan
         self.const = const
@@ -213,7 +213,6 @@ class ThArgument:
 
     def sync_back(self):
         """Make the Tensor what C made of the struct (see the module docstring)."""
-        from cextend.tensor import Tensor
         t = self.struct
         ndim = t.nDimension
         shape = tuple(t.size[d] for d in range(ndim))

@@ -223,7 +223,7 @@ def _plan(extension):
     texts = [t for _, _, t in extension.headers + extension.sources]
     paths = [p for p, _, _ in extension.headers + extension.sources]
     local = cache.local_headers(paths, texts, include_dirs + cache.include_dirs_in(extension.compile_args))
-    import cextend
+    import cextend      # its version keys the cache; the package is complete by the time a build runs
     import cffi
     parts = {
         "recipe": _RECIPE, "name": extension.name, "inline": extension.inline,

@@ -12,18 +12,19 @@ import numbers
 
 import numpy as np
 
+from cextend._dtype import float64
+from cextend._factories import tensor
+from cextend._ops.joining import stack
 from cextend.tensor import Tensor
 
 _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 
 
 def _stack(tensors):
-    from cextend import stack
     return stack(list(tensors), 0)
 
 
 def _tensor(values, dtype=None):
-    from cextend import tensor
     return tensor(values, dtype=dtype)
 
 
@@ -42,7 +43,6 @@ def default_collate(batch):
     if isinstance(elem, bool):
         return _tensor(batch)
     if isinstance(elem, float):
-        from cextend import float64
         return _tensor(batch, dtype=float64)
     if isinstance(elem, numbers.Integral):
         return _tensor(batch)
