@@ -201,7 +201,10 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
         if len(roots) == 1 and root_nodes[0] not in needed:
             _lone_root_hooks(root_nodes[0], buffers[root_nodes[0]], create_graph)
         root_nodes = [n for n in root_nodes if n in needed]
-    ready = [(-n._seq, n) for n in root_nodes if not dependencies.get(n)]
+    # most recent node first, as torch's ready queue orders them; a node that
+    # only accumulates (AccumulateGrad) or only raises (torch's NotImplemented)
+    # goes before all others, as its sequence number UINT64_MAX does in torch
+    ready = [(-n._seq - n._runs_first, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
@@ -273,7 +276,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                         left -= 1
                         dependencies[child] = left
                         if left == 0:
-                            heappush(ready, (-child._seq, child))
+                            heappush(ready, (-child._seq - child._runs_first, child))
     finally:
         grad_mode._set_enabled(previous_mode)
         for finish in at_end:

@@ -252,7 +252,6 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
         t._version_counter[0] += 1
-        t._grad = None      # torch resets a modified input's .grad (custom_function.cpp)
     if requires_grad:
         _connect_inputs(ctx, args, Tensor)
     tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
@@ -283,6 +282,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
                                    "supported by the current autograd engine. You should either make sure "
                                    "the input is not a view (using .clone() for example) or make your "
                                    "Function only return one Tensor.")
+            out._grad = None    # torch resets a modified input's .grad once its checks pass (custom_function.cpp)
             views.rebase_history(out, ctx, i)
         elif is_input:
             out = _view_as_self(out)

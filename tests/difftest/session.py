@@ -6,6 +6,9 @@ statement in torch's namespace, then in cextend's, and compares:
   of different kinds is a soft finding (reported, not failed);
 - every value the program has named (v0, v1, ...), after the statement:
   an in-place op may change values it did not name.
+Where both raised, what a failed statement left half-done is not a
+contract, with one exception: cextend changing its state where torch raised
+and changed nothing is a failure (a check made after a write).
 """
 import math
 import re
@@ -53,9 +56,11 @@ class Finding:
         """What kind of disagreement, for grouping (and for shrinking, which
         keeps it): an error raised in one library only is grouped by its
         message, whatever the op; a different state by the op and field."""
-        if self.kind == "soft-state":
+        if self.kind in ("soft-state", "state-after-error"):
             d = self.differences[0]
-            return ("state after an error in both", "%s%s" % ("grad " if ".grad" in d.path else "", d.field))
+            what = "state after an error in both" if self.kind == "soft-state" else \
+                "cextend changed its state raising where torch raised and changed nothing"
+            return (what, "%s%s" % ("grad " if ".grad" in d.path else "", d.field))
         if self.kind == "soft-error":
             return ("%s in torch, %s in cextend" % (error_category(self.torch_error),
                                                    error_category(self.cextend_error)),
@@ -114,6 +119,7 @@ class Session:
         self.describe = (Describer(torch), Describer(cextend))
         self.index = 0
         self.history = []
+        self._described = ({}, {})      # each library's values after the last statement, by name
 
     @property
     def torch_ns(self):
@@ -125,6 +131,7 @@ class Session:
         self.index += 1
         history = tuple(self.history)
         self.history.append(stmt)
+        before = self._described
         errors = [_execute(stmt, ns) for ns in self.ns]
         soft = None
         if (errors[0] is None) != (errors[1] is None):
@@ -133,6 +140,10 @@ class Session:
             soft = Finding(index, stmt, "soft-error", errors[0], errors[1], history=history)
         differences = self.compare_state()
         if differences and errors[0] is not None:
+            if self._changed(1, before) and not self._changed(0, before):
+                # torch checked before it wrote; cextend wrote, then raised
+                return Finding(index, stmt, "state-after-error", errors[0], errors[1], differences,
+                               history), soft
             # Both raised: what a failed statement left half-done is not a
             # contract (torch itself may have written part of an in-place result).
             # The program stops there (run.py): both states would diverge.
@@ -141,14 +152,22 @@ class Session:
             return Finding(index, stmt, "state", errors[0], errors[1], differences, history), soft
         return None, soft
 
+    def _changed(self, side, before):
+        """Whether library `side` (0 torch, 1 cextend) holds other values now than `before`."""
+        now, then = self._described[side], before[side]
+        if set(now) != set(then):
+            return True
+        return any(compare(name, then[name], now[name]) for name in now)
+
     def compare_state(self):
         t_ns, c_ns = self.ns
         t_names, c_names = value_names(t_ns), value_names(c_ns)
+        dt, dc = self.describe
+        self._described = ({name: dt(t_ns[name]) for name in t_names}, {name: dc(c_ns[name]) for name in c_names})
         if t_names != c_names:
             return [_missing(t_names, c_names)]
         out = []
-        dt, dc = self.describe
-        described = [(name, dt(t_ns[name]), dc(c_ns[name])) for name in t_names]
+        described = [(name, self._described[0][name], self._described[1][name]) for name in t_names]
         # float32 values flowing into float64 ones carry float32's error.
         loosest = "float32" if any(_holds_float32(t) for _, t, _ in described) else None
         for name, t, c in described:
