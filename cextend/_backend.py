@@ -264,12 +264,12 @@ def global_max_pool_backward(grad_values, indices, planes, plane_size, grad_x):
 
 _SPECIAL_OPS = {"erf": lib.CEXTEND_SPECIAL_ERF, "erfc": lib.CEXTEND_SPECIAL_ERFC,
                 "erfinv": lib.CEXTEND_SPECIAL_ERFINV, "lgamma": lib.CEXTEND_SPECIAL_LGAMMA,
-                "digamma": lib.CEXTEND_SPECIAL_DIGAMMA}
+                "digamma": lib.CEXTEND_SPECIAL_DIGAMMA, "sinc": lib.CEXTEND_SPECIAL_SINC}
 _SPECIAL = {_F32: lib.cextend_special_f32, _F64: lib.cextend_special_f64}
 
 
 def special(name, x):
-    """erf, erfc, erfinv, lgamma or digamma of a float32/float64 array (a new array);
+    """erf, erfc, erfinv, lgamma, digamma or sinc of a float32/float64 array (a new array);
     float16 is computed in float32 and rounded, as torch's half kernels do."""
     if x.dtype == np.float16:
         return special(name, x.astype(np.float32)).astype(np.float16)

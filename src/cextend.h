@@ -171,13 +171,16 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
  * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,
  * 3 x, 4 out.  NaN propagates; outside the domain (erfinv beyond [-1, 1],
  * digamma at non-positive integers) the result is NaN or +-inf, as torch's.
+ * sinc is the normalised sin(pi x) / (pi x), 1 at 0.
  */
 enum {
     CEXTEND_SPECIAL_ERF = 0,
     CEXTEND_SPECIAL_ERFC = 1,
     CEXTEND_SPECIAL_ERFINV = 2,
     CEXTEND_SPECIAL_LGAMMA = 3,
-    CEXTEND_SPECIAL_DIGAMMA = 4
+    CEXTEND_SPECIAL_DIGAMMA = 4,
+    CEXTEND_SPECIAL_SINC = 5,
+    CEXTEND_SPECIAL_COUNT = 6
 };
 int cextend_special_f32(int op, int64_t count, const float *x, float *out);
 int cextend_special_f64(int op, int64_t count, const double *x, double *out);

@@ -1,6 +1,6 @@
 /*
  * special.c -- elementwise special functions numpy does not have:
- * erf, erfc, erfinv, lgamma, digamma (float32 and float64).
+ * erf, erfc, erfinv, lgamma, digamma, sinc (float32 and float64).
  *
  * Contract: out[i] = f(x[i]) for i < count, x and out contiguous; out may
  * be x exactly (in place).  Args: 1 op (a CEXTEND_SPECIAL_* value),
@@ -188,13 +188,32 @@ static double cx_polygamma(int64_t n, double x)
 static int validate(const char *fn, int op, int64_t count, const void *x, const void *out, size_t es)
 {
     int st;
-    if (op < CEXTEND_SPECIAL_ERF || op > CEXTEND_SPECIAL_DIGAMMA)
-        return cx_illegal(fn, 1, "op", "must be a CEXTEND_SPECIAL_* value (0..4), got %d", op);
+    if (op < 0 || op >= CEXTEND_SPECIAL_COUNT)
+        return cx_illegal(fn, 1, "op", "must be a CEXTEND_SPECIAL_* value (0..%d), got %d",
+                          CEXTEND_SPECIAL_COUNT - 1, op);
     if ((st = cx_check_size(fn, 2, "count", count)) ||
         (st = cx_check_vector(fn, "x", 0, x, 3, count, 2, "count", es)) ||
         (st = cx_check_vector(fn, "out", 0, out, 4, count, 2, "count", es)))
         return st;
     return 0;
+}
+
+/* sinc as torch's kernel computes it: the product pi * x rounded in the
+ * argument's own precision, then sin(p) / p; exactly 1 at 0. */
+static double cx_sinc(double x)
+{
+    if (x == 0.0)
+        return 1.0;
+    const double p = CX_PI * x;
+    return sin(p) / p;
+}
+
+static float cx_sincf(float x)
+{
+    if (x == 0.0f)
+        return 1.0f;
+    const float p = (float)CX_PI * x;
+    return sinf(p) / p;
 }
 
 /* One loop per function (the switch outside the loop, so each compiles
@@ -215,6 +234,7 @@ int cextend_special_f64(int op, int64_t count, const double *x, double *out)
     case CEXTEND_SPECIAL_ERFC: CX_SPECIAL_LOOP(erfc(x[i])); break;
     case CEXTEND_SPECIAL_ERFINV: CX_SPECIAL_LOOP(cx_erfinv(x[i])); break;
     case CEXTEND_SPECIAL_LGAMMA: CX_SPECIAL_LOOP(lgamma(x[i])); break;
+    case CEXTEND_SPECIAL_SINC: CX_SPECIAL_LOOP(cx_sinc(x[i])); break;
     default: CX_SPECIAL_LOOP(cx_digamma(x[i])); break;
     }
     return CEXTEND_OK;
@@ -230,6 +250,7 @@ int cextend_special_f32(int op, int64_t count, const float *x, float *out)
     case CEXTEND_SPECIAL_ERFC: CX_SPECIAL_LOOP(erfcf(x[i])); break;
     case CEXTEND_SPECIAL_ERFINV: CX_SPECIAL_LOOP((float)cx_erfinv(x[i])); break;
     case CEXTEND_SPECIAL_LGAMMA: CX_SPECIAL_LOOP(lgammaf(x[i])); break;
+    case CEXTEND_SPECIAL_SINC: CX_SPECIAL_LOOP(cx_sincf(x[i])); break;
     default: CX_SPECIAL_LOOP((float)cx_digamma(x[i])); break;
     }
     return CEXTEND_OK;

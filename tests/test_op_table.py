@@ -3,6 +3,8 @@ gradcheck and gradgradcheck in float64 on contiguous, transposed and
 sliced inputs; the method, function and in-place spellings agree; and the
 result matches torch 2.13 when torch is installed.  Adding an op to the
 table adds it here."""
+import os
+
 import numpy as np
 import pytest
 
@@ -191,3 +193,32 @@ def test_matches_torch(name, index):
         assert str(t.dtype) == "torch." + o.dtype.name, (o.dtype, t.dtype)
         assert tuple(o.shape) == tuple(t.shape)
         np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+# Entries the differential tester leaves out, each for a reason (a new op
+# is in the tester unless its entry says difftest=False and it is named here).
+NOT_IN_THE_TESTER = {
+    "bitwise_and": "integer-only bit patterns; tested against torch in test_elementwise",
+    "bitwise_or": "as bitwise_and", "bitwise_xor": "as bitwise_and", "bitwise_not": "as bitwise_and",
+    "broadcast_tensors": "a view of each operand; its sizes are the tester's expand",
+    "detach": "the tester's own view op (features.view_op)",
+}
+
+
+def test_the_testers_vocabulary_and_the_gradcheck_cases_are_the_table():
+    """Adding an op is one table entry: the differential tester's vocabulary
+    and the gradcheck cases are generated from the table, so an entry missing
+    from either (no samples, no floating sample, an unexplained opt-out) fails."""
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from difftest.ops import VOCABULARY
+    assert sorted(info.name for info in VOCABULARY) == sorted(n for n, i in OPS.items() if i.difftest)
+    assert sorted(n for n, i in OPS.items() if not i.difftest) == sorted(NOT_IN_THE_TESTER)
+    assert [i.name for i in VOCABULARY if i.samples is None] == []
+    gradchecked = {param.values[0] for param in _cases("gradcheck")}
+    for name, info in OPS.items():
+        if info.gradcheck:
+            assert name in gradchecked, "%s claims a gradient but has no sample to gradcheck" % name
+            floating = [s for s in info.samples(np.random.default_rng(0))
+                        if any(getattr(a, "dtype", None) is not None and a.dtype.kind == "f" for a in s.args)]
+            assert floating, "%s: no sample has a floating-point tensor to differentiate" % name

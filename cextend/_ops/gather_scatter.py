@@ -585,10 +585,13 @@ def count_nonzero(input, dim=None):
     return _wrap(np.asarray(np.count_nonzero(x._data, axis=dims), np.int64, order="C"))     # contiguous, as torch's
 
 
-register("nonzero", nonzero, gradcheck=False, samples=lambda rng: iter([
-    Sample(rng.standard_normal((3, 4)) > 0), Sample(np.array(2.0))]), family="indexing",
-    integer_inputs=True)
-register("argwhere", argwhere, gradcheck=False, family="indexing")
+def _nonzero_samples(rng):
+    yield Sample(rng.standard_normal((3, 4)) > 0)
+    yield Sample(np.array(2.0))
+
+
+register("nonzero", nonzero, gradcheck=False, samples=_nonzero_samples, family="indexing", integer_inputs=True)
+register("argwhere", argwhere, gradcheck=False, samples=_nonzero_samples, family="indexing", integer_inputs=True)
 register("count_nonzero", count_nonzero, gradcheck=False, family="indexing", integer_inputs=True,
          samples=lambda rng: iter([Sample(np.round(rng.standard_normal((3, 4)))),
                                    Sample(np.round(rng.standard_normal((3, 4))), 1)]))

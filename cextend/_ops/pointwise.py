@@ -366,6 +366,16 @@ erfinv = _unary("erfinv", lambda x: _backend.special("erfinv", x), _erfinv_backw
                 S.unary(-0.9, 0.9))
 
 
+def _sinc_backward(node, g, x):
+    # torch's sinc_backward: (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 where pi x^2 is 0
+    x_pi = x * math.pi
+    x_squared_pi = x * x * math.pi
+    return where(x_squared_pi == 0.0, 0.0, g * (x_pi * x_pi.cos() - x_pi.sin()) / x_squared_pi)
+
+
+sinc = _unary("sinc", lambda x: _backend.special("sinc", x), _sinc_backward, ("self",), S.unary(-2.5, 2.5))
+
+
 def _lgamma_backward(node, g, x):
     return g * x.digamma()
 
