@@ -218,6 +218,42 @@ def test_unspecified_choices_cover_the_values_out_among_signed_zeros():
     assert allowlist.unspecified(Finding(0, stmt, "state", differences=elsewhere)) is None
 
 
+def test_unspecified_matches_value_names_exactly():
+    # the target v1's zero sign is the op's choice; v10's is not v1's
+    stmt = Stmt("v1 = torch.amax(v0, 0)", "op", "amax")
+    sign = compare("v1", Describer(torch)(torch.tensor([0.0])), Describer(cextend)(cextend.tensor([-0.0])))
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=sign)) is not None
+    for other in ("v10", "v1x", "v11.grad"):
+        renamed = [type(d)(other, d.field, d.torch, d.cextend) for d in sign]
+        assert allowlist.unspecified(Finding(0, stmt, "state", differences=renamed)) is None, other
+    within = [type(d)("v1[0]", d.field, d.torch, d.cextend) for d in sign]
+    assert allowlist.unspecified(Finding(0, stmt, "state", differences=within)) is not None
+
+
+_WRITES_THEN_RAISES = ("if torch.__name__ == %r:\n    v0.add_(1)\n"
+                       "raise RuntimeError('checked after writing')")
+
+
+@pytest.mark.parametrize("writer", ["cextend", "torch", "both"])
+def test_a_state_change_where_both_raised_fails_only_when_cextend_alone_changed(writer):
+    """Both raising is not a contract for what a half-done statement left,
+    except that cextend must not change state where torch raised and left
+    everything alone (a check made after a write)."""
+    from difftest.session import Session
+    session = Session(torch, cextend)
+    assert session.step(Stmt("v0 = torch.tensor([1.0, 2.0])", "leaf")) == (None, None)
+    code = _WRITES_THEN_RAISES % writer if writer != "both" else \
+        "v0.add_(1)\nraise RuntimeError('checked after writing')"
+    hard, soft = session.step(Stmt(code, "op", "writes then raises"))
+    if writer == "cextend":
+        assert hard is not None and hard.kind == "state-after-error" and soft is None
+        assert [d.path for d in hard.differences] == ["v0"]
+    elif writer == "torch":
+        assert hard is None and soft.kind == "soft-state"
+    else:
+        assert hard is None and soft is None      # both wrote the same: nothing differs
+
+
 def test_unspecified_zero_sign_covers_an_in_place_receiver():
     stmt = Stmt("v8 = v6.clamp_max_(v7)", "op", "clamp_max_")
     sign = compare("v6", Describer(torch)(torch.tensor([0.0])), Describer(cextend)(cextend.tensor([-0.0])))

@@ -309,22 +309,6 @@ def record(node_cls, inputs, out, saved=()):
     return node
 
 
-def record2(node_cls, a, b, out):
-    """record() for the two-operand case, inlined (one call per binary op)."""
-    if out._data.dtype.kind != "f":
-        _check_differentiable_output(out)
-    node = _new(node_cls)
-    node._seq = _next_seq()
-    edge_a, meta_a = _edge_and_meta(a)
-    edge_b, meta_b = _edge_and_meta(b)
-    node.next_functions = (edge_a, edge_b)
-    node._input_meta = (meta_a, meta_b)
-    if out._data.dtype.kind == "f":
-        out._grad_fn = node
-        out._requires_grad = True
-    return node
-
-
 def save(x):
     """x as kept by a node: Tensors through SavedTensor, anything else as is."""
     return SavedTensor(x) if getattr(x, "_data", None) is not None else x

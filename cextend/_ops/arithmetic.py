@@ -135,11 +135,7 @@ class Binary:
                 if self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
                         t is not float and t is not int and (other._requires_grad or other._base is not None)):
-                    if rec.needs_grad(input, other) and self._records(result):
-                        node = rec.record2(self.node if self.overloads is None else self._node(input, other),
-                                           input, other, result)
-                        if self.saves is not None:
-                            node._saved = self._saved(node, input, other, result, input)
+                    self._record(input, other, result)      # a cheap test first: the same recording after it
                 return result
         a = require_operand(input, self.name, "input")
         b = require_operand(other, self.name, "other")
@@ -164,7 +160,11 @@ class Binary:
                 # torch records its not-implemented node on a float out= too
                 views.rebase_history(out, rec.connect(rec.new_node(self._node(a, b)), self._edge_inputs(a, b)), 0)
             return written
-        result = _wrap(_as_ndarray(data, ot))
+        return self._record(a, b, _wrap(_as_ndarray(data, ot)))
+
+    def _record(self, a, b, result):
+        """result's history, if it gets one: the one recording path of both
+        of __call__'s paths."""
         if self.node is not None and rec.needs_grad(a, b) and self._records(result):
             node = rec.record(self._node(a, b), (a, b), result)
             if self.saves is not None:
