@@ -156,7 +156,7 @@ def test_call_functions_print_as_standalone_sources():
 
 
 def test_a_deviation_never_excuses_a_different_number():
-    anything = [allowlist.Deviation("catch-all", "test", lambda code, t, c, history: True)]
+    anything = [allowlist.Deviation("catch-all", "test", lambda code, t, c, history, value=None: True)]
     stmt = Stmt("v1 = v0 * 2", "arith")
     differs = compare("v1", Describer(torch)(torch.tensor([1.0])), Describer(cextend)(cextend.tensor([2.0])))
     assert allowlist.excuse(Finding(0, stmt, "state", differences=differs), anything) is None

@@ -14,7 +14,7 @@ from cextend._overlap import check_no_partial
 from cextend._promotion import check_inplace_cast, result_type
 from cextend.autograd import grad_mode, views
 from cextend.autograd.grad_mode import _state as _grad_state
-from cextend.autograd.graph import FREED_MESSAGE, RUNS_FIRST, Node, SavedTensor, _sequence, gradient_edge
+from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
 from cextend._device import DeviceArray
 from cextend.tensor import Tensor
@@ -209,7 +209,7 @@ def not_implemented(name, message, error=RuntimeError, whole_node=False):
     cls.not_implemented = True
     cls.computes_unwanted_outputs = whole_node
     if whole_node:
-        cls._runs_first = RUNS_FIRST        # torch's NotImplemented node runs as soon as it is ready
+        cls._runs_first = True      # torch's NotImplemented node runs as soon as it is ready
     return cls
 
 

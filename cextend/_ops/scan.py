@@ -95,6 +95,12 @@ def _inplace_checks(self, dim, name):
 
 def _cumsum_inplace(self, dim, *, dtype=None):
     _inplace_checks(self, dim, "cumsum")
+    if self._data.dtype.kind != "f":
+        # an integer tensor may carry history (x.ne_(y), y requiring grad): torch's
+        # in-place op rebases it without the dtype check a new output gets
+        with grad_mode.no_grad():
+            value = cumsum(self, dim, dtype=dtype)
+        return self.copy_(value)
     return self.copy_(cumsum(self, dim, dtype=dtype))
 
 

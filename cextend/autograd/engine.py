@@ -14,6 +14,7 @@ into a leaf's .grad, or capture by autograd.grad); retain_grad stores the
 result after those hooks; Node.register_prehook/register_hook wrap apply.
 """
 import heapq
+import itertools
 
 import numpy as np
 
@@ -203,8 +204,10 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
         root_nodes = [n for n in root_nodes if n in needed]
     # most recent node first, as torch's ready queue orders them; a node that
     # only accumulates (AccumulateGrad) or only raises (torch's NotImplemented)
-    # goes before all others, as its sequence number UINT64_MAX does in torch
-    ready = [(-n._seq - n._runs_first, n) for n in root_nodes if not dependencies.get(n)]
+    # goes before all others, as its sequence number UINT64_MAX does in torch,
+    # and among those the first made ready goes first (pushed: a counter)
+    pushed = itertools.count()
+    ready = [(_priority(n), next(pushed), n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
@@ -213,7 +216,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     grad_mode._set_enabled(create_graph)
     try:
         while ready:
-            node = heappop(ready)[1]
+            node = heappop(ready)[2]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
@@ -276,7 +279,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                         left -= 1
                         dependencies[child] = left
                         if left == 0:
-                            heappush(ready, (-child._seq - child._runs_first, child))
+                            heappush(ready, (_priority(child), next(pushed), child))
     finally:
         grad_mode._set_enabled(previous_mode)
         for finish in at_end:
@@ -284,6 +287,13 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     if capture is None:
         return None
     return [captured.get(edge) for edge in capture]
+
+
+RUNS_FIRST = 1 << 62        # above any sequence number: torch's UINT64_MAX
+
+
+def _priority(node):
+    return -RUNS_FIRST if node._runs_first else -node._seq
 
 
 def _release(node, at_end):

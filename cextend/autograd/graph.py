@@ -27,7 +27,6 @@ from cextend.utils.hooks import ListHookHandle
 from cextend.tensor import _wrap
 
 _sequence = itertools.count()
-RUNS_FIRST = 1 << 62        # above any sequence number: torch's UINT64_MAX
 
 
 class Node:
@@ -43,7 +42,7 @@ class Node:
     _pre_hooks = None       # Node.register_prehook: fn(grad_outputs) -> None or new grads
     _post_hooks = None      # Node.register_hook: fn(grad_inputs, grad_outputs) -> None or new
     _fused = None           # a copy_ standing for x.op_(): the node of op(x) it copied
-    _runs_first = 0         # added to the priority in the ready queue (see engine.execute)
+    _runs_first = False     # ahead of every other ready node (see engine.execute)
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -101,7 +100,7 @@ class Node:
 class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the incoming gradient to leaf.grad."""
 
-    _runs_first = RUNS_FIRST
+    _runs_first = True
 
     def __init__(self, variable):
         super().__init__()

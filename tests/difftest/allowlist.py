@@ -19,9 +19,12 @@ import re
 
 
 class Deviation:
-    """A documented deviation: matches(code, torch_error, cextend_error, history)
-    -> bool, asked only when exactly one of the errors is None (history: the
-    statements before, as Stmt objects)."""
+    """A documented deviation: matches(code, torch_error, cextend_error, history,
+    value) -> bool, asked only when exactly one of the errors is None (history:
+    the statements before, as Stmt objects; value(expr): an expression's value
+    in cextend's namespace, None if it fails).  Where cextend is the one that
+    raised, the predicate checks the operands (shared memory, strides,
+    dtypes), never cextend's own message."""
 
     def __init__(self, name, reason, matches):
         self.name = name
@@ -44,12 +47,12 @@ class Open:
         return "<%s>" % self.name
 
 
-def _zero_dim_index(code, torch_error, cextend_error, history):
+def _zero_dim_index(code, torch_error, cextend_error, history, value=None):
     return (cextend_error is None and isinstance(torch_error, IndexError)
             and "invalid index of a 0-dim tensor" in str(torch_error) and "[0]" in code)
 
 
-def _zero_tensor_grad(code, torch_error, cextend_error, history):
+def _zero_tensor_grad(code, torch_error, cextend_error, history, value=None):
     return cextend_error is None and "ZeroTensors are immutable" in str(torch_error)
 
 
@@ -80,7 +83,7 @@ def _root(expression):
     return expression.split("[")[0].split(".")[0].split(" ")[0]
 
 
-def _write_into_autograd_grad(code, torch_error, cextend_error, history):
+def _write_into_autograd_grad(code, torch_error, cextend_error, history, value=None):
     if cextend_error is not None or not any(m in str(torch_error) for m in _EXPANDED_OR_NO_GRAD_VIEW):
         return False
     line = code.splitlines()[-1].strip()
@@ -90,44 +93,95 @@ def _write_into_autograd_grad(code, torch_error, cextend_error, history):
 
 def _backward_through(*calls):
     """torch raised in a backward (or autograd.grad) whose graph holds one of calls, cextend did not."""
-    def matches(code, torch_error, cextend_error, history):
+    def matches(code, torch_error, cextend_error, history, value=None):
         return (cextend_error is None and torch_error is not None
                 and any(b in code for b in ("backward(", "autograd.grad("))
                 and any(c in s.code for s in history for c in calls))
     return matches
 
 
-def _huber_mixed_dtypes(code, torch_error, cextend_error, history):
+def _huber_mixed_dtypes(code, torch_error, cextend_error, history, value=None):
     return (_backward_through("call_huber_loss")(code, torch_error, cextend_error, history)
             and re.search(r"Found dtype \w+ but expected (Float|Double)", str(torch_error)) is not None)
 
 
-def _nll_loss_permuted_input(code, torch_error, cextend_error, history):
+def _nll_loss_permuted_input(code, torch_error, cextend_error, history, value=None):
     return (_backward_through("call_nll_loss")(code, torch_error, cextend_error, history)
             and "grad_input must be contiguous" in str(torch_error))
 
 
-def _linear_bias_dtype(code, torch_error, cextend_error, history):
-    return (torch_error is None and cextend_error is not None and "call_linear" in code
-            and any(m in str(cextend_error) for m in ("bias must have the input's dtype",
-                                                      "self and mat2 must have the same dtype")))
+def _tensors(args):
+    a, k = args
+    return [x for x in list(a) + list(k.values()) if hasattr(x, "_data")]
 
 
-def _loop_order_overlap(code, torch_error, cextend_error, history):
-    return torch_error is None and "the result would depend on the order elements are written" in str(cextend_error)
+def _shares_memory(x, y):
+    import numpy as np
+    return type(x._data) is np.ndarray and type(y._data) is np.ndarray and np.shares_memory(x._data, y._data)
 
 
-def _out_expanded(code, torch_error, cextend_error, history):
-    return (torch_error is None and "out=" in code
-            and "more than one element of the written-to tensor refers to a single memory" in str(cextend_error))
+def _arguments(code, callee, value):
+    """(args, kwargs) of the statement's call `callee(...)`, evaluated in
+    cextend's namespace, or None."""
+    found = re.search(r"\b%s\((.*)\)$" % callee, code.splitlines()[-1].strip())
+    return value("(lambda *a, **k: (a, k))(%s)" % found.group(1)) if found else None
 
 
-def _matmul_strided_batched_out(code, torch_error, cextend_error, history):
+def _linear_bias_dtype(code, torch_error, cextend_error, history, value=None):
+    """cextend refused F.linear with a bias of another dtype than the input's."""
+    if torch_error is not None or cextend_error is None or value is None:
+        return False
+    called = _arguments(code, "call_linear", value)         # call_linear(torch, input, weight, bias)
+    if called is None:
+        return False
+    args, kwargs = called
+    x = args[1] if len(args) > 1 else kwargs.get("input")
+    bias = args[3] if len(args) > 3 else kwargs.get("bias")
+    return hasattr(x, "dtype") and hasattr(bias, "dtype") and bias.dtype != x.dtype
+
+
+def _loop_order_overlap(code, torch_error, cextend_error, history, value=None):
+    """cextend refused an in-place op (or an out= call) whose written tensor
+    really shares memory with a tensor it reads."""
+    if torch_error is not None or cextend_error is None or value is None:
+        return False
+    line = code.splitlines()[-1].strip()
+    rhs = line.split(" = ", 1)[1] if " = " in line else line
+    call = re.match(r"^(.+?)\.(\w+_)\((.*)\)$", rhs)
+    if call is not None:                                    # x.op_(...)
+        written = value(call.group(1))
+        read = value("(lambda *a, **k: (a, k))(%s)" % call.group(3))
+    else:                                                   # torch.op(..., out=o)
+        out = re.search(r"\bout=(v\d+)\)$", rhs)
+        call = re.match(r"^torch\.(\w+)\((.*)\)$", rhs)
+        if out is None or call is None:
+            return False
+        written = value(out.group(1))
+        read = value("(lambda *a, **k: (a, k))(%s)" % call.group(2))
+        if read is not None:
+            read = (read[0], {k: v for k, v in read[1].items() if k != "out"})
+    if written is None or read is None or not hasattr(written, "_data"):
+        return False
+    return any(_shares_memory(written, x) for x in _tensors(read))
+
+
+def _out_expanded(code, torch_error, cextend_error, history, value=None):
+    """cextend refused an out= whose tensor is expanded (a zero stride over
+    more than one element)."""
+    if torch_error is not None or cextend_error is None or value is None:
+        return False
+    out = re.search(r"\bout=(v\d+)\)", code)
+    target = value(out.group(1)) if out is not None else None
+    return target is not None and hasattr(target, "stride") and any(
+        st == 0 and n > 1 for st, n in zip(target.stride(), target.shape))
+
+
+def _matmul_strided_batched_out(code, torch_error, cextend_error, history, value=None):
     return (cextend_error is None and "matmul(" in code and "out=" in code
             and "must match the size of tensor b" in str(torch_error))
 
 
-def _torch_internal_assert(code, torch_error, cextend_error, history):
+def _torch_internal_assert(code, torch_error, cextend_error, history, value=None):
     return cextend_error is None and "INTERNAL ASSERT FAILED" in str(torch_error)
 
 
@@ -351,7 +405,8 @@ def excuse(finding, allowed=None):
     if finding.differences:
         return None
     for deviation in ALLOWED if allowed is None else allowed:
-        if deviation.matches(finding.stmt.code, finding.torch_error, finding.cextend_error, finding.history):
+        if deviation.matches(finding.stmt.code, finding.torch_error, finding.cextend_error, finding.history,
+                             finding.value):
             return deviation
     return None
 

@@ -42,8 +42,12 @@ def value_names(ns):
 class Finding:
     """A statement at which the libraries disagree."""
 
-    def __init__(self, index, stmt, kind, torch_error=None, cextend_error=None, differences=(), history=()):
+    def __init__(self, index, stmt, kind, torch_error=None, cextend_error=None, differences=(), history=(),
+                 value=None):
         self.index = index
+        # value(expr): expr evaluated in cextend's namespace after the statement
+        # (None where it fails), so allowlist predicates can look at operands
+        self.value = value or (lambda expr: None)
         self.stmt = stmt
         self.history = history              # the statements before this one
         self.kind = kind                    # "error", "soft-error" or "state"
@@ -135,7 +139,8 @@ class Session:
         errors = [_execute(stmt, ns) for ns in self.ns]
         soft = None
         if (errors[0] is None) != (errors[1] is None):
-            return Finding(index, stmt, "error", errors[0], errors[1], history=history), None
+            return Finding(index, stmt, "error", errors[0], errors[1], history=history,
+                           value=self._evaluator(1)), None
         if errors[0] is not None and not caught_alike(errors[0], errors[1]):
             soft = Finding(index, stmt, "soft-error", errors[0], errors[1], history=history)
         differences = self.compare_state()
@@ -151,6 +156,16 @@ class Session:
         if differences:
             return Finding(index, stmt, "state", errors[0], errors[1], differences, history), soft
         return None, soft
+
+    def _evaluator(self, side):
+        namespace = self.ns[side]
+
+        def value(expr):
+            try:
+                return eval(expr, namespace)
+            except Exception:       # noqa: BLE001 -- an expression that fails has no value
+                return None
+        return value
 
     def _changed(self, side, before):
         """Whether library `side` (0 torch, 1 cextend) holds other values now than `before`."""
