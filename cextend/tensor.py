@@ -1,9 +1,12 @@
 """Tensor: a numpy array that records the operations applied to it.
 
 This module is the data structure: storage (`_data`, a numpy array or a
-DeviceArray), autograd metadata, views, conversions and printing.  The
-ops themselves are declared once in the op table (cextend._ops) and
-attached to Tensor as methods when cextend is imported.
+DeviceArray), autograd metadata and views, and it imports nothing above it.
+The ops themselves are declared once in the op table (cextend._ops) and
+attached to Tensor as methods when cextend is imported; so are the methods
+whose machinery lives higher up, each by the module that defines it:
+backward (autograd.engine), _current_grad_fn (autograd.views), to
+(_ops.conversion), new_tensor (_factories) and __repr__ (_printing).
 
 Autograd metadata, as in torch:
 - `_grad_fn`/`_output_nr`: the node (and which of its outputs) made this.
