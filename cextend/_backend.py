@@ -1,6 +1,6 @@
 """The one place that touches cffi: arrays -> pointers, status -> exception.
 
-Callers hand in arrays already checked by cextend._checks (dtype, shapes,
+Callers hand in arrays already checked by cextend.ops._checks (dtype, shapes,
 outputs).  This module turns each operand into what the C API wants
 (pointer, leading dimension, transpose flag; see src/cextend.h), copying
 only layouts the kernels cannot express, keeps every array alive for the

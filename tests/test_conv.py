@@ -10,8 +10,8 @@ import pytest
 
 import cextend
 from cextend import _backend, ops
-from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
-from cextend._ops_conv import conv
+from cextend.ops._shapes import conv2d_geometry, conv_transpose2d_geometry
+from cextend.ops.conv import conv
 from helpers import DTYPES, poisoned
 from nn_reference import assert_close, conv2d, conv2d_input_grad, conv2d_weight_grad
 

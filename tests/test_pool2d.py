@@ -10,7 +10,7 @@ import pytest
 
 import cextend
 from cextend import _backend, ops
-from cextend._nn_shapes import pool2d_window
+from cextend.ops._shapes import pool2d_window
 from helpers import DTYPES, poisoned
 from nn_reference import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, assert_close, avg_pool2d,
                           avg_pool2d_backward, max_pool2d)

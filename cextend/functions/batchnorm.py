@@ -7,7 +7,7 @@ is written in Tensor ops instead (the same formulas), so it differentiates.
 """
 import numpy as np
 
-from cextend import _ops_batchnorm
+from cextend.ops import batchnorm as _ops_batchnorm
 from cextend._ops import _record as rec
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled

@@ -10,11 +10,11 @@ Each one's backward is made of the other two, so gradients of any order
 run on the C kernels.  A backward outside grad mode calls the kernels
 directly; with create_graph=True it records these Functions instead.
 """
-from cextend import _checks
+from cextend.ops import _checks
 from cextend._ops._record import ReadGroup, reads_through
-from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
-from cextend._ops_conv import bias_grad, conv, conv_input_grad, conv_weight_grad
-from cextend._ops_conv import conv_grads as all_conv_grads
+from cextend.ops._shapes import conv2d_geometry, conv_transpose2d_geometry
+from cextend.ops.conv import bias_grad, conv, conv_input_grad, conv_weight_grad
+from cextend.ops.conv import conv_grads as all_conv_grads
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.functions._tensors import data, wrap

@@ -6,7 +6,7 @@ pooling itself for the averages), so double backward works.
 """
 import numpy as np
 
-from cextend import _ops_pool
+from cextend.ops import pool as _ops_pool
 from cextend._ops._record import reads_through
 from cextend.autograd.function import Function
 from cextend.functions._tensors import wrap

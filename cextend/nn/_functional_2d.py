@@ -4,16 +4,16 @@ cextend.nn.functional gives them their public names.
 """
 import math
 
-from cextend._checks import ArgumentError     # a ValueError, and the RuntimeError torch raises
+from cextend.ops._checks import ArgumentError     # a ValueError, and the RuntimeError torch raises
 from cextend._memory_format import like_input_format
 from cextend.tensor import Tensor
 import numpy as np
 
-from cextend._nn_shapes import conv2d_geometry as _conv2d_geometry
-from cextend._nn_shapes import conv_transpose2d_geometry as _conv_transpose2d_geometry
-from cextend._nn_shapes import divisor as _divisor
-from cextend._nn_shapes import pool2d_window as _pool2d_window
-from cextend._nn_shapes import single as _single
+from cextend.ops._shapes import conv2d_geometry as _conv2d_geometry
+from cextend.ops._shapes import conv_transpose2d_geometry as _conv_transpose2d_geometry
+from cextend.ops._shapes import divisor as _divisor
+from cextend.ops._shapes import pool2d_window as _pool2d_window
+from cextend.ops._shapes import single as _single
 from cextend._ops import nn_integer as _nn_integer
 from cextend._ops._nn_checks import torch_name as _torch_name
 from cextend.autograd import views
@@ -26,7 +26,7 @@ from cextend.functions.pooling import AvgPool2dFunction as _AvgPool2d
 from cextend.functions.pooling import MaxPool2dFunction as _MaxPool2d
 from cextend import _dtype
 from cextend._memory_format import channels_last, empty_as, suggests_channels_last
-from cextend._nn_shapes import pair
+from cextend.ops._shapes import pair
 from cextend._promotion import result_type
 
 

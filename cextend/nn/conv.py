@@ -10,7 +10,7 @@ values load as they are and give torch's outputs.
 import math
 
 from cextend import _factories
-from cextend._nn_shapes import pair, single
+from cextend.ops._shapes import pair, single
 from cextend.autograd.grad_mode import no_grad
 from cextend.functions.padding import PadFunction
 from cextend.nn import functional as F

@@ -14,7 +14,7 @@ import numpy as np
 
 from cextend import _random
 from cextend._memory_format import like_input_format
-from cextend._nn_shapes import pool_output_size
+from cextend.ops._shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
 from cextend.autograd import grad_mode, views
 from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction

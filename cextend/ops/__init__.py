@@ -1,5 +1,11 @@
 """The C kernels on plain numpy arrays, for users who want no autograd.
 
+One package for the numpy-level layer: this module (linear, add,
+mul_constant, global_max_pool), conv, pool and batchnorm (one module each),
+_checks (argument checks and their errors) and _shapes (the nn ops' output
+sizes and geometry checks).  The op table (cextend._ops) and the autograd
+Functions call these; users may too.
+
 Every function checks its arguments (dtype float32/float64 shared by all
 operands, native byte order, shapes), reads transposed and row-sliced views
 in place, copies only what the kernels cannot express, and returns fresh
@@ -11,7 +17,9 @@ import math
 
 import numpy as np
 
-from cextend import _backend, _checks
+from cextend import _backend
+
+from cextend.ops import _checks
 
 __all__ = [
     "linear_forward", "linear_backward", "add_forward", "add_backward",
@@ -168,13 +176,13 @@ def global_max_pool_backward(grad_values, indices, x_shape):
     return grad_x
 
 
-# -- convolution, pooling and batch norm (one module each; see their docstrings) --
-from cextend._ops_conv import (conv2d_backward, conv2d_forward, conv_transpose2d_backward,  # noqa: E402
+# -- convolution, pooling and batch norm (cextend.ops.conv, .pool, .batchnorm) --
+from cextend.ops.conv import (conv2d_backward, conv2d_forward, conv_transpose2d_backward,  # noqa: E402
                                conv_transpose2d_forward)
-from cextend._ops_pool import (adaptive_avg_pool2d_backward, adaptive_avg_pool2d_forward,  # noqa: E402
+from cextend.ops.pool import (adaptive_avg_pool2d_backward, adaptive_avg_pool2d_forward,  # noqa: E402
                                avg_pool2d_backward, avg_pool2d_forward, max_pool2d_backward,
                                max_pool2d_forward)
-from cextend._ops_batchnorm import batch_norm_backward, batch_norm_forward  # noqa: E402
+from cextend.ops.batchnorm import batch_norm_backward, batch_norm_forward  # noqa: E402
 
 __all__ += [
     "conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",

@@ -9,7 +9,9 @@ import math
 
 import numpy as np
 
-from cextend import _backend, _checks
+from cextend import _backend
+
+from cextend.ops import _checks
 
 __all__ = ["batch_norm_forward", "batch_norm_backward"]
 

@@ -7,7 +7,7 @@ argument and says what was expected; values torch rejects are rejected.
 """
 import numbers
 
-from cextend._checks import ArgumentError
+from cextend.ops._checks import ArgumentError
 
 _INT_TYPES = (numbers.Integral,)
 

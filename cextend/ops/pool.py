@@ -6,8 +6,10 @@ element a max picks, what an average divides by) is torch's.
 """
 import numpy as np
 
-from cextend import _backend, _checks
-from cextend._nn_shapes import adaptive_output_shape, divisor, pool2d_window
+from cextend import _backend
+
+from cextend.ops import _checks
+from cextend.ops._shapes import adaptive_output_shape, divisor, pool2d_window
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward",
            "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward"]

@@ -11,8 +11,10 @@ run on the same two C entry points (cextend_conv2d_forward/backward).
 """
 import numpy as np
 
-from cextend import _backend, _checks
-from cextend._nn_shapes import conv2d_geometry, conv_transpose2d_geometry
+from cextend import _backend
+
+from cextend.ops import _checks
+from cextend.ops._shapes import conv2d_geometry, conv_transpose2d_geometry
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward"]
 
