@@ -254,6 +254,21 @@ def test_a_state_change_where_both_raised_fails_only_when_cextend_alone_changed(
         assert hard is None and soft is None      # both wrote the same: nothing differs
 
 
+@pytest.mark.parametrize("code", ["v2 = v0.mul_(v1)", "v0[[0, 0]] = v1", "v2 = torch.sum(v1, 0, out=v0)"])
+def test_the_overlap_deviation_checks_that_memory_is_really_shared(code):
+    """The deviation excuses cextend's refusal only where the written tensor
+    shares memory with what the statement reads: asked through the operands,
+    not through cextend's own message."""
+    overlap = next(d for d in allowlist.ALLOWED if d.name.startswith("in-place op on memory it reads"))
+    base = cextend.zeros(3, 3)
+    error = RuntimeError("any message")
+    for v1, shared in ((base.t()[0], True), (cextend.zeros(3, 3)[0], False)):
+        namespace = {"torch": cextend, "v0": base, "v1": v1}
+        finding = Finding(0, Stmt(code, "op"), "error", None, error,
+                          value=lambda expr, ns=namespace: eval(expr, ns))
+        assert (allowlist.excuse(finding, [overlap]) is overlap) == shared, (code, shared)
+
+
 def test_unspecified_zero_sign_covers_an_in_place_receiver():
     stmt = Stmt("v8 = v6.clamp_max_(v7)", "op", "clamp_max_")
     sign = compare("v6", Describer(torch)(torch.tensor([0.0])), Describer(cextend)(cextend.tensor([-0.0])))

@@ -146,6 +146,10 @@ def _loop_order_overlap(code, torch_error, cextend_error, history, value=None):
     if torch_error is not None or cextend_error is None or value is None:
         return False
     line = code.splitlines()[-1].strip()
+    setitem = re.match(r"^(v\d+)\[.*\] = (.+)$", line)
+    if setitem is not None:                                 # x[key] = y
+        written, source = value(setitem.group(1)), value(setitem.group(2))
+        return hasattr(written, "_data") and hasattr(source, "_data") and _shares_memory(written, source)
     rhs = line.split(" = ", 1)[1] if " = " in line else line
     call = re.match(r"^(.+?)\.(\w+_)\((.*)\)$", rhs)
     if call is not None:                                    # x.op_(...)
