@@ -223,3 +223,22 @@ def test_narrow_with_integral_tensors_and_negative_start():
     assert _both(program) == ([[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]],
                               [[1.0, 2.0], [4.0, 5.0], [7.0, 8.0], [10.0, 11.0]], [[9.0, 10.0, 11.0]],
                               ("raises", "RuntimeError"))
+
+
+# -- backward(inputs=[y]) frees y's node: torch's one node for a 1-d convolution ---------------
+
+@pytest.mark.parametrize("op", ["conv1d", "conv_transpose1d"])
+def test_backward_with_a_1d_convolution_output_as_input_frees_its_node(op):
+    """cextend composes a 1-d convolution (unsqueeze, 2-d convolution,
+    squeeze); torch records one node, which backward(inputs=[y]) runs with
+    nothing wanted and frees: a second backward through y raises."""
+    def program(lib):
+        x = lib.tensor(np.arange(12.0).reshape(2, 2, 3))
+        w = lib.tensor(np.ones((2, 3, 2) if op == "conv_transpose1d" else (3, 2, 2)), requires_grad=True)
+        y = getattr(lib.nn.functional, op)(x, w)
+        (y * 2).sum().backward(inputs=[y])
+        first = y.grad.tolist()
+        return first, _outcome(lambda: (y * 3).sum().backward())[:2], w.grad
+    first, second, w_grad = _both(program)
+    assert second == ("raises", "RuntimeError") and w_grad is None
+    assert np.all(np.array(first) == 2.0)

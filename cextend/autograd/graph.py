@@ -179,6 +179,19 @@ def _obeying_layout_contract(grad, variable):
     return grad.copy()
 
 
+def acts_as_one_node(tensor):
+    """tensor's node, the last of an op composed of several (conv1d as
+    unsqueeze, conv2d, squeeze), acts as torch's one node where backward runs
+    it with nothing wanted (backward(inputs=[tensor])): the node below it,
+    which saved the operands, is read and freed with it (engine.execute)."""
+    node = tensor._grad_fn
+    if node is not None and node.next_functions:
+        below = node.next_functions[0][0]
+        if below is not None and type(below) is not AccumulateGrad:
+            node._fused = below
+    return tensor
+
+
 def gradient_edge(tensor):
     """The edge a gradient for `tensor` travels along, or None."""
     grad_fn = tensor._grad_fn if tensor._base is None else tensor._current_grad_fn()

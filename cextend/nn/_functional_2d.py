@@ -17,6 +17,7 @@ from cextend.ops._shapes import single as _single
 from cextend._ops import nn_integer as _nn_integer
 from cextend._ops._nn_checks import torch_name as _torch_name
 from cextend.autograd import views
+from cextend.autograd.graph import acts_as_one_node
 from cextend.tensor import _wrap
 from cextend.functions.batchnorm import BatchNormFunction as _BatchNorm
 from cextend.functions.conv import Conv2dFunction as _Conv2d
@@ -137,7 +138,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     y = _conv2d_any(contiguous_input(x).unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                     (1, _single(dilation, "dilation")), groups).squeeze(2)
-    y = views.forget_base(y)            # torch's conv1d result is no view (its unbatched one is)
+    y = acts_as_one_node(views.forget_base(y))      # torch's conv1d result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
 
 

@@ -17,6 +17,7 @@ from cextend._memory_format import like_input_format
 from cextend.ops._shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
 from cextend.autograd import grad_mode, views
+from cextend.autograd.graph import acts_as_one_node
 from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction
 from cextend.nn import _functional_2d as F
 from cextend.tensor import Tensor, _wrap
@@ -345,7 +346,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            "Output size is too small" % (length, out))
     y = F.conv_transpose2d(F.contiguous_input(xb).unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups,
                            (1, d))
-    y = views.forget_base(y.squeeze(2))        # torch's batched result is no view (its unbatched one is)
+    y = acts_as_one_node(views.forget_base(y.squeeze(2)))     # torch's batched result is no view (its unbatched one is)
     return y.squeeze(0) if unbatched else y
 
 
