@@ -285,7 +285,8 @@ def _check_differentiable_output(out):
 def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
     if type(out) is not tuple:
-        _check_differentiable_output(out)
+        if out._data.dtype.kind != "f":
+            _check_differentiable_output(out)
     else:
         # views of an integer tensor (chunk, split, unbind) carry its history:
         # refused as one; other integer outputs (max's indices) are not
@@ -293,7 +294,9 @@ def record(node_cls, inputs, out, saved=()):
         for o in out:
             if o is not None and o._base is not None:
                 _check_differentiable_output(o)
-    node = connect(new_node(node_cls), inputs)
+    node = _new(node_cls)       # new_node(), inline: one per op
+    node._seq = _next_seq()
+    connect(node, inputs)
     if type(out) is tuple:
         node.num_outputs = len(out)
         for i, o in enumerate(out):

@@ -101,6 +101,7 @@ class Binary:
         # Python number that cannot change its dtype.  No promotion work, no
         # extra checks; the result is the same as the general path's.
         data = getattr(input, "_data", None)
+        result = None
         if out is None and type(data) is np.ndarray:
             dt = data.dtype
             kind = dt.kind
@@ -132,13 +133,28 @@ class Binary:
                     elif not data.flags.c_contiguous or 1 in data.shape:
                         value = with_number_layout(value, data)
                 result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
-                if self.node is not None and _grad_state.enabled and (
+                if not (self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
-                        t is not float and t is not int and (other._requires_grad or other._base is not None)):
-                    self._record(input, other, result)      # a cheap test first: the same recording after it
+                        t is not float and t is not int and (other._requires_grad or other._base is not None))):
+                    return result       # nothing to record: the recording's own tests are skipped
+                a, b = input, other
+        if result is None:
+            a = require_operand(input, self.name, "input")
+            b = require_operand(other, self.name, "other")
+            result = self._general(a, b, out)
+            if out is not None:
                 return result
-        a = require_operand(input, self.name, "input")
-        b = require_operand(other, self.name, "other")
+        # The one recording path, for both.  An op torch has no derivative
+        # for (floor_divide) gives an integer result no history (and no error).
+        if self.node is not None and rec.needs_grad(a, b) and (
+                result._data.dtype.kind == "f" or not getattr(self.node, "not_implemented", False)):
+            node = rec.record(self.node if self.overloads is None else self._node(a, b), (a, b), result)
+            if self.saves is not None:
+                node._saved = self._saved(node, a, b, result, a)
+        return result
+
+    def _general(self, a, b, out):
+        """Any operands: promotion, checks, out= (written, with its history)."""
         rt, ot = self.dtypes(a, b)
         data = self.run(a, b, rt)
         if ot != rt:
@@ -160,16 +176,7 @@ class Binary:
                 # torch records its not-implemented node on a float out= too
                 views.rebase_history(out, rec.connect(rec.new_node(self._node(a, b)), self._edge_inputs(a, b)), 0)
             return written
-        return self._record(a, b, _wrap(_as_ndarray(data, ot)))
-
-    def _record(self, a, b, result):
-        """result's history, if it gets one: the one recording path of both
-        of __call__'s paths."""
-        if self.node is not None and rec.needs_grad(a, b) and self._records(result):
-            node = rec.record(self._node(a, b), (a, b), result)
-            if self.saves is not None:
-                node._saved = self._saved(node, a, b, result, a)
-        return result
+        return _wrap(_as_ndarray(data, ot))
 
     def _edge_inputs(self, a, b):
         """The inputs an in-place or out= node gets edges to.  torch's
@@ -180,11 +187,6 @@ class Binary:
         if getattr(self.node, "computes_unwanted_outputs", False):
             return tuple(x for x in (a, b) if is_tensor(x) and x.requires_grad)
         return (a, b)
-
-    def _records(self, result):
-        """An op torch has no derivative for (floor_divide) gives an integer
-        result no history (and no error); every other op records one."""
-        return result._data.dtype.kind == "f" or not getattr(self.node, "not_implemented", False)
 
     def _keep(self, node, a, b):
         """(keep self, keep other, keep result) for this call.  needs(i) is

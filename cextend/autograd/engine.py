@@ -202,12 +202,13 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
         if len(roots) == 1 and root_nodes[0] not in needed:
             _lone_root_hooks(root_nodes[0], buffers[root_nodes[0]], create_graph)
         root_nodes = [n for n in root_nodes if n in needed]
-    # most recent node first, as torch's ready queue orders them; a node that
-    # only accumulates (AccumulateGrad) or only raises (torch's NotImplemented)
-    # goes before all others, as its sequence number UINT64_MAX does in torch,
-    # and among those the first made ready goes first (pushed: a counter)
-    pushed = itertools.count()
-    ready = [(_priority(n), next(pushed), n) for n in root_nodes if not dependencies.get(n)]
+    # most recent node first, as torch's ready queue orders them (key -seq);
+    # a node that only accumulates (AccumulateGrad) or only raises (torch's
+    # NotImplemented) goes before all others, as its sequence number
+    # UINT64_MAX does in torch, and among those the first made ready goes
+    # first (key FIRST + a count of them, below every -seq)
+    first = itertools.count(_FIRST).__next__
+    ready = [(first() if n._runs_first else -n._seq, n) for n in root_nodes if not dependencies.get(n)]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
@@ -216,7 +217,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     grad_mode._set_enabled(create_graph)
     try:
         while ready:
-            node = heappop(ready)[2]
+            node = heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
@@ -235,7 +236,9 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     results = _run(node, grads)
                 if not retain_graph:
-                    _release(node, at_end)
+                    finish = node._release()
+                    if finish is not None:
+                        at_end.append(finish)
                 metas = node._input_meta
                 for i, g in enumerate(results):
                     if g is None:
@@ -279,7 +282,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                         left -= 1
                         dependencies[child] = left
                         if left == 0:
-                            heappush(ready, (_priority(child), next(pushed), child))
+                            heappush(ready, (first() if child._runs_first else -child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
         for finish in at_end:
@@ -289,11 +292,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     return [captured.get(edge) for edge in capture]
 
 
-RUNS_FIRST = 1 << 62        # above any sequence number: torch's UINT64_MAX
-
-
-def _priority(node):
-    return -RUNS_FIRST if node._runs_first else -node._seq
+_FIRST = -(1 << 62)         # a ready-queue key below any -seq: torch's UINT64_MAX priority
 
 
 def _release(node, at_end):
