@@ -236,7 +236,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     results = _run(node, grads)
                 if not retain_graph:
-                    finish = node._release()
+                    finish = node._release()        # _release(node, at_end), inline: once per node
                     if finish is not None:
                         at_end.append(finish)
                 metas = node._input_meta
@@ -296,6 +296,7 @@ _FIRST = -(1 << 62)         # a ready-queue key below any -seq: torch's UINT64_M
 
 
 def _release(node, at_end):
+    """Free node's saved state; what the release finishes at the pass's end goes in at_end."""
     finish = node._release()
     if finish is not None:
         at_end.append(finish)
