@@ -228,6 +228,13 @@ class Tensor:
         return self.grad_fn is None
 
     @property
+    def output_nr(self):
+        """Which output of its grad_fn this tensor is (0 for a leaf)."""
+        if self._view_fn is not None:
+            self._current_grad_fn()         # a rebuilt view is output 0 of its new node
+        return self._output_nr
+
+    @property
     def _version(self):
         return self._version_counter[0]
 

@@ -129,22 +129,19 @@ def _reads_backward(node, g, *saved):
     return tuple(grads)
 
 
-def reads_through(name, grad_input, *read, zero_derivative=True, saves=True, group=None):
+def reads_through(name, grad_input, *read, zero_derivative=True):
     """grad_input, made to depend on the tensors a backward formula reads.
 
     Under create_graph torch records its backward formulas as ops: where a
-    formula reads self or the result through a mask (threshold_backward,
-    avg_pool2d_backward, ...), the gradient requires grad through them with
-    a zero derivative.  Ours compute the mask as a constant; this adds the
-    dependency back, so .grad's requires_grad and a later backward's zero
-    .grad match torch's.  zero_derivative=False: torch's formula gives no
-    gradient at all (convolution_backward), so none is accumulated.
-    saves: torch's node saves what it read (freed after a backward, checked
-    against in-place changes); avg_pool2d's needs only shapes.
-    group: a ReadGroup shared by the gradients torch returns from one node
-    (convolution_backward's input, weight and bias gradients): a backward
-    through any of them frees them all for later passes, as it frees
-    torch's one node (the same pass may still run the others).
+    formula written here in Tensor ops reads self or the result through a
+    mask (threshold_backward, hardtanh_backward, ...), torch's gradient
+    requires grad through them with a zero derivative.  Ours compute the
+    mask as a constant; this adds the dependency back, so .grad's
+    requires_grad and a later backward's zero .grad match torch's.
+    zero_derivative=False: torch's formula gives no gradient at all
+    (native_layer_norm_backward's), so none is accumulated.  torch's node
+    saves what it read (freed after a backward, checked against in-place
+    changes), and so does this one.
     """
     if not _grad_state.enabled:
         return grad_input
@@ -155,10 +152,7 @@ def reads_through(name, grad_input, *read, zero_derivative=True, saves=True, gro
     node = record(_reads_node(name), (grad_input,) + tuple(read), out)
     node.read_specs = [(x._data.shape, x._data.dtype) for x in read]
     node.zero_derivative = zero_derivative
-    if saves:
-        node._saved = tuple(save(x) for x in read)
-    if group is not None:
-        node.group = group
+    node._saved = tuple(save(x) for x in read)
     return out
 
 
@@ -167,34 +161,9 @@ _READS_NODES = {}
 
 def _reads_node(name):
     if name not in _READS_NODES:
-        _READS_NODES[name] = type(torch_node_name(name), (_ReadsNode,),
+        _READS_NODES[name] = type(torch_node_name(name), (BuiltinNode,),
                                   {"backward": _reads_backward, "__module__": __name__})
     return _READS_NODES[name]
-
-
-class ReadGroup:
-    """Nodes standing for one torch node: freed together (see reads_through).
-    The pass that frees one may still run the others; the group is freed
-    for later passes when that pass ends (engine.execute)."""
-    freed = False
-
-    def free(self):
-        self.freed = True
-
-
-class _ReadsNode(BuiltinNode):
-    group = None
-
-    def apply(self, grads):
-        if self.group is not None and self.group.freed:
-            raise RuntimeError(FREED_MESSAGE)
-        return BuiltinNode.apply(self, grads)
-
-    def _release(self):
-        BuiltinNode._release(self)
-        if self.group is not None and self._saved is _FREED:
-            return self.group.free
-        return None
 
 
 def not_implemented(name, message, error=RuntimeError, whole_node=False):

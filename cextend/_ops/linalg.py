@@ -14,7 +14,8 @@ from cextend.tensor import _wrap
 from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend._promotion import _torch_name
-from cextend.functions.linear import LinearFunction
+from cextend._ops._kernels import Kernels
+from cextend.ops import cuda as _cuda_ops
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -417,20 +418,23 @@ register("outer", outer, aliases=("ger",), family="linalg",
 
 # -- linear: the layer's product, on the C kernels ------------------------------------
 
+LINEAR = Kernels("linear", cpu=ops, cuda=_cuda_ops)
+
+
 def _linear_backward(node, g, x, w):
     """x is a Tensor when the weight's gradient reads it, else its bare array
     (for the kernel's shapes; torch keeps nothing then), and w likewise."""
     need_x, need_w, need_b = node.needs(0), node.needs(1), node.needs(2)
-    m, k = np.shape(getattr(w, "_data", w))
-    if _grad_state.enabled or type(g._data) is not np.ndarray or g._data.dtype not in _FLOATS:
+    m, k = getattr(w, "_data", w).shape
+    if _grad_state.enabled or g._data.dtype not in _FLOATS:
         # Recording a double backward (or an unusual dtype): the same products
         # as differentiable ops.
         g2, x2 = g.reshape(-1, m), x.reshape(-1, k)
         return (g.matmul(w) if need_x else None,
                 g2.t().mm(x2) if need_w else None,
                 g2.sum(0) if need_b else None)
-    dx, dw, db = ops.linear_backward(g._data, getattr(x, "_data", x), getattr(w, "_data", w),
-                                     input=need_x, weight=need_w, bias=need_b)
+    dx, dw, db = LINEAR.on(grad=g).linear_backward(g._data, getattr(x, "_data", x), getattr(w, "_data", w),
+                                                   input=need_x, weight=need_w, bias=need_b)
     return (None if dx is None else _wrap(dx)), (None if dw is None else _wrap(dw)), \
         (None if db is None else _wrap(db))
 
@@ -486,8 +490,7 @@ def linear(input, weight, bias=None):
     _check_linear(x, w, b)
     if x._data.dtype.kind == "b" and w._data.ndim == 2:
         _check_same_dtype(x, w, "linear")      # torch's addmm has no bool kernel
-    if x.is_cuda or w.is_cuda or (b is not None and b.is_cuda):
-        return LinearFunction.apply(x, w, b)
+    kernels = LINEAR.on(input=x, weight=w, bias=b)
     if w._data.ndim == 1:
         out = matmul(x, w)
         return out + b if b is not None else out
@@ -498,7 +501,7 @@ def linear(input, weight, bias=None):
         if bd.shape != (wd.shape[0],):
             bd = np.ascontiguousarray(np.broadcast_to(bd, (wd.shape[0],)))
     if xd.dtype in _FLOATS:
-        data = ops.linear_forward(xd, wd, bd)
+        data = kernels.linear_forward(xd, wd, bd)
     else:
         data = np.matmul(xd, wd.T)
         if bd is not None:
@@ -550,4 +553,4 @@ def _linear_call(lib, *args, **kwargs):
 
 
 register("linear", linear, method=False, module=False, samples=_linear_samples, family="nn",
-         call=_linear_call)
+         call=_linear_call, kernels=LINEAR)

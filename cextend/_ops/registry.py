@@ -2,7 +2,9 @@
 
 An entry (OpInfo) names the callable that implements the op and how it is
 reached: `cextend.NAME(input, ...)`, `Tensor.NAME(...)`, the in-place
-`Tensor.NAME_(...)`, aliases, and whether it takes `out=`.  It also
+`Tensor.NAME_(...)`, aliases, and whether it takes `out=`.  An op on C
+kernels names them per device (`kernels`, a cextend._ops._kernels.Kernels):
+the op body asks it for its operands' device and never tests one itself.  It also
 carries a sample-input generator and the flags the tests read: the
 gradcheck / gradgradcheck suite (tests/test_op_table.py) and the
 differential tester against torch (tests/difftest) walk this table, so a
@@ -58,7 +60,7 @@ class OpInfo:
     def __init__(self, name, function, method=True, module=True, inplace=None, aliases=(),
                  samples=None, gradcheck=True, gradgradcheck=True, difftest=True, family="",
                  integer_inputs=False, call=None, tolerance=None,
-                 layouts=("contiguous", "transposed", "sliced")):
+                 layouts=("contiguous", "transposed", "sliced"), kernels=None):
         self.name = name
         self.function = function
         self.method = method
@@ -74,6 +76,7 @@ class OpInfo:
         self.call = call                         # call(lib, *args): how to call it in cextend or torch
         self.tolerance = tolerance               # (rtol, atol) override for float32 comparisons
         self.layouts = layouts                   # input layouts the op accepts (gradcheck runs each)
+        self.kernels = kernels                   # its kernels per device, if it has C kernels
 
     def __repr__(self):
         return "<OpInfo %s>" % self.name

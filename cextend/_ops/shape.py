@@ -47,9 +47,16 @@ def _reshape_back(node, g):
 _ViewNode = rec.node_class("ViewBackward", _reshape_back)
 _ReshapeNode = _ViewNode                                    # torch's reshape is a view where it can be,
 _ReshapeCopyNode = rec.node_class("UnsafeViewBackward", _reshape_back)     # else a copy it views unsafely
-_UnsqueezeNode = rec.node_class("UnsqueezeBackward", _reshape_back)
+_UnsqueezeNode = rec.node_class("UnsqueezeBackward", lambda node, g: g.squeeze(node.dim))     # torch's formula
 # torch's overloads: squeeze(), squeeze(dim), squeeze(dims)
-_SqueezeNodes = {kind: rec.overload(rec.node_class("SqueezeBackward", _reshape_back), kind) for kind in range(3)}
+def _unsqueeze_to(node, g):
+    """torch's unsqueeze_to: the squeezed dims put back one by one, in order."""
+    for d in node.dims:
+        g = g.unsqueeze(d)
+    return g
+
+
+_SqueezeNodes = {kind: rec.overload(rec.node_class("SqueezeBackward", _unsqueeze_to), kind) for kind in range(3)}
 _AliasNode = rec.node_class("AliasBackward", lambda node, g: g)
 
 
@@ -308,7 +315,7 @@ def unsqueeze(input, dim):
         strides = list(x._data.strides)
         strides.insert(d, unsqueeze_stride(x._data, d))
         data = restrided(data, strides)
-    return _view(x, data, lambda t: t.unsqueeze(d), _UnsqueezeNode, in_shape=x._data.shape)
+    return _view(x, data, lambda t: t.unsqueeze(d), _UnsqueezeNode, dim=d)
 
 
 register("unsqueeze", unsqueeze, samples=lambda rng: iter([Sample(rng.standard_normal((3, 4)), 1),
@@ -329,7 +336,7 @@ def squeeze(input, dim=None):
         dims = tuple(d for d in dims if x._data.ndim and shape[d] == 1)
     if not dims:
         return _alias(x, node_cls)
-    return _view(x, np.squeeze(x._data, axis=dims), lambda t: t.squeeze(dims), node_cls, in_shape=shape)
+    return _view(x, np.squeeze(x._data, axis=dims), lambda t: t.squeeze(dims), node_cls, dims=dims)
 
 
 register("squeeze", squeeze, samples=lambda rng: iter([Sample(rng.standard_normal((3, 1, 4)), 1),

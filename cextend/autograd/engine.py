@@ -212,7 +212,6 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     captured = {}
-    at_end = []         # what this pass's releases finish when it ends (see Node._release)
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
@@ -236,9 +235,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     results = _run(node, grads)
                 if not retain_graph:
-                    finish = node._release()        # _release(node, at_end), inline: once per node
-                    if finish is not None:
-                        at_end.append(finish)
+                    node._release()
                 metas = node._input_meta
                 for i, g in enumerate(results):
                     if g is None:
@@ -270,11 +267,11 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 else:
                     _run(node, grads, compute=False)
                 if not retain_graph:
-                    _release(node, at_end)
+                    node._release()
                 if fused is not None:
                     fused._unpack_saved()
                     if not retain_graph:
-                        _release(fused, at_end)
+                        fused._release()
             for child, _ in edges:
                 if child is not None:
                     left = dependencies.get(child)
@@ -285,21 +282,12 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                             heappush(ready, (first() if child._runs_first else -child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
-        for finish in at_end:
-            finish()
     if capture is None:
         return None
     return [captured.get(edge) for edge in capture]
 
 
 _FIRST = -(1 << 62)         # a ready-queue key below any -seq: torch's UINT64_MAX priority
-
-
-def _release(node, at_end):
-    """Free node's saved state; what the release finishes at the pass's end goes in at_end."""
-    finish = node._release()
-    if finish is not None:
-        at_end.append(finish)
 
 
 def _lone_root_hooks(node, grads, create_graph):

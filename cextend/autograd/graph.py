@@ -64,9 +64,7 @@ class Node:
         """Read the saved tensors (their version checks) without computing."""
 
     def _release(self):
-        """Free what backward needed (saved tensors) once the graph is consumed.
-        May return a function the running pass calls when it ends (a group
-        of nodes standing for one of torch's is freed for later passes)."""
+        """Free what backward needed (saved tensors) once the graph is consumed."""
 
     def _retain(self, output_nr, tensor):
         if self._retained is None:
@@ -177,19 +175,6 @@ def _obeying_layout_contract(grad, variable):
         out[...] = grad
         return out
     return grad.copy()
-
-
-def acts_as_one_node(tensor):
-    """tensor's node, the last of an op composed of several (conv1d as
-    unsqueeze, conv2d, squeeze), acts as torch's one node where backward runs
-    it with nothing wanted (backward(inputs=[tensor])): the node below it,
-    which saved the operands, is read and freed with it (engine.execute)."""
-    node = tensor._grad_fn
-    if node is not None and node.next_functions:
-        below = node.next_functions[0][0]
-        if below is not None and type(below) is not AccumulateGrad:
-            node._fused = below
-    return tensor
 
 
 def gradient_edge(tensor):

@@ -255,10 +255,8 @@ class CopySlices(Node):
     def _release(self):
         # as torch's CopySlices: a second backward through it raises
         if self.fn is not None:
-            at_pass_end = self.fn._release()
+            self.fn._release()
             self.fn = None
-            return at_pass_end
-        return None
 
 
 def forget_base(t):

@@ -2,7 +2,7 @@
 from cextend import ops
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
-from cextend.functions import _on_device
+from cextend.ops import cuda as _on_device
 from cextend.functions._tensors import data, wrap
 
 

@@ -4,7 +4,7 @@ import math
 from cextend import ops
 from cextend.autograd.function import Function
 from cextend.autograd.grad_mode import is_grad_enabled
-from cextend.functions import _on_device
+from cextend.ops import cuda as _on_device
 from cextend.functions._tensors import data, wrap
 
 
@@ -29,7 +29,7 @@ class LinearFunction(Function):
             return _differentiable_backward(grad_output, input, weight, need_input, need_weight, need_bias)
         if input.is_cuda:
             return tuple(wrap(g) for g in _on_device.linear_backward(
-                grad_output._data, input._data, weight._data, need_input, need_weight, need_bias))
+                grad_output._data, input._data, weight._data, input=need_input, weight=need_weight, bias=need_bias))
         dx, dw, db = ops.linear_backward(grad_output._data, input._data, weight._data,
                                          input=need_input, weight=need_weight, bias=need_bias)
         return wrap(dx), wrap(dw), wrap(db)

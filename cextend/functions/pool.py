@@ -3,7 +3,7 @@ import numpy as np
 
 from cextend import ops
 from cextend.autograd.function import Function
-from cextend.functions import _on_device
+from cextend.ops import cuda as _on_device
 from cextend.functions._tensors import data, wrap
 
 

@@ -1,5 +1,5 @@
-"""torch.nn.functional's convolution, 2-D pooling and batch norm, on the C
-kernels behind cextend/functions/{conv,pooling,batchnorm}.py;
+"""torch.nn.functional's convolution, 2-D pooling and batch norm: torch's
+argument checks, then the built-in ops of cextend/_ops/{convolution,pooling,normalization}.py;
 cextend.nn.functional gives them their public names.
 """
 import math
@@ -17,14 +17,10 @@ from cextend.ops._shapes import single as _single
 from cextend._ops import nn_integer as _nn_integer
 from cextend._ops._nn_checks import torch_name as _torch_name
 from cextend.autograd import views
-from cextend.autograd.graph import acts_as_one_node
 from cextend.tensor import _wrap
-from cextend.functions.batchnorm import BatchNormFunction as _BatchNorm
-from cextend.functions.conv import Conv2dFunction as _Conv2d
-from cextend.functions.conv import ConvTranspose2dFunction as _ConvTranspose2d
-from cextend.functions.pooling import AdaptiveAvgPool2dFunction as _AdaptiveAvgPool2d
-from cextend.functions.pooling import AvgPool2dFunction as _AvgPool2d
-from cextend.functions.pooling import MaxPool2dFunction as _MaxPool2d
+from cextend._ops.convolution import ConvParams, convolution
+from cextend._ops.normalization import batch_norm as _batch_norm
+from cextend._ops import pooling as _pooling
 from cextend import _dtype
 from cextend._memory_format import channels_last, empty_as, suggests_channels_last
 from cextend.ops._shapes import pair
@@ -85,28 +81,50 @@ def _check_conv_dtypes(x, weight, bias, geometry_check):
 
 
 def _integer_conv2d(x, weight, bias, stride, padding, dilation, groups):
-    geometry, _ = _conv2d_geometry(x.shape, weight.shape, None if bias is None else bias.shape,
+    geometry, _ = _conv2d_geometry(_planar(x.shape), _planar(weight.shape), None if bias is None else bias.shape,
                                    stride, padding, dilation, groups)
-    return _wrap(_nn_integer.conv2d(x._data, weight._data, None if bias is None else bias._data, geometry))
+    return _wrap(_nn_integer.conv2d(x._data.reshape(_planar(x.shape)), weight._data.reshape(_planar(weight.shape)),
+                                    None if bias is None else bias._data, geometry))
 
 
-def _conv2d_any(x, weight, bias, stride, padding, dilation, groups):
-    """conv2d of batched 4-D operands: the C kernels for floats, numpy for integers (no autograd)."""
-    _check_conv_dtypes(x, weight, bias, lambda: _conv2d_geometry(tuple(x.shape), tuple(weight.shape), None, stride,
+def _planar(shape):
+    """A 1-D convolution's shape as its 2-D kernels see it: (N, C, 1, L)."""
+    shape = tuple(shape)
+    return shape if len(shape) == 4 else shape[:2] + (1,) + shape[2:]
+
+
+def _conv_any(x, weight, bias, stride, padding, dilation, groups):
+    """conv1d/conv2d of batched operands (3-D or 4-D, with 2-D stride,
+    padding and dilation): the C kernels for floats, numpy for integers (no autograd)."""
+    x_shape, w_shape = _planar(x.shape), _planar(weight.shape)
+    _check_conv_dtypes(x, weight, bias, lambda: _conv2d_geometry(x_shape, w_shape, None, stride,
                                                                  padding, dilation, groups))
     if not _floating(x):
-        return _integer_conv2d(x, weight, bias, stride, padding, dilation, groups)
-    return _channels_last_if_torch(_Conv2d.apply(x, weight, bias, stride, padding, dilation, groups), x, weight)
+        y = _integer_conv2d(x, weight, bias, stride, padding, dilation, groups)
+        return y if x.dim() == 4 else views.forget_base(y.squeeze(2))
+    geometry, _ = _conv2d_geometry(x_shape, w_shape, None if bias is None else tuple(bias.shape),
+                                   stride, padding, dilation, groups)
+    return _channels_last_if_torch(convolution(x, weight, bias, ConvParams(geometry, False, x.shape, weight.shape)),
+                                   x, weight)
 
 
 def _channels_last_if_torch(y, x, weight):
     """torch's CPU convolutions write a channels-last output when the input
     or the weight is laid out channels last (mkldnn_conv_use_channels_last,
-    thnn_conv_use_channels_last): y re-laid out so, as a later view() sees."""
-    if type(y._data) is np.ndarray and (suggests_channels_last(x._data) or suggests_channels_last(weight._data)):
-        laid_out = empty_as(y._data, y._data.dtype, channels_last)
-        laid_out[...] = y._data
-        y._data = laid_out
+    thnn_conv_use_channels_last): y re-laid out so, as a later view() sees.
+    A 1-D convolution decides on its 4-D view, after making its input
+    contiguous (so only its weight can decide)."""
+    if type(y._data) is not np.ndarray:
+        return y
+    if y.dim() == 4:
+        decides = suggests_channels_last(x._data) or suggests_channels_last(weight._data)
+    else:
+        decides = suggests_channels_last(weight._data.reshape(_planar(weight.shape)))
+    if decides:
+        planar = y._data.reshape(_planar(y.shape))
+        laid_out = empty_as(planar, planar.dtype, channels_last)
+        laid_out[...] = planar
+        y._data = laid_out if y.dim() == 4 else laid_out.reshape(y.shape)
     return y
 
 
@@ -114,31 +132,18 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """torch's conv2d: input (N, C_in, H, W) or (C_in, H, W); padding an int,
     a pair, 'valid' or 'same'.  Integer inputs compute in their dtype, as torch's."""
     x, unbatched = _batched(input, "conv2d", 4, "(N, C_in, H, W)")
-    y = _conv2d_any(x, _tensor(weight, "weight", "conv2d"), bias, stride, padding, dilation, groups)
+    y = _conv_any(x, _tensor(weight, "weight", "conv2d"), bias, stride, padding, dilation, groups)
     return y.squeeze(0) if unbatched else y
 
 
-def contiguous_input(x):
-    """x made contiguous, as torch's 1-d convolutions do before viewing it
-    4-d (no accidental channels-last output from a permuted input).  torch
-    does that below its autograd node, which saves x itself: a copy shares
-    x's version counter, so changing x in place before backward raises."""
-    c = x.contiguous()
-    if c is not x:
-        c._version_counter = x._version_counter
-    return c
-
-
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """torch's conv1d, as a conv2d over (N, C_in, 1, L) with a (1, k) kernel."""
+    """torch's conv1d: one node, on the 2-D kernels over a height of 1."""
     x, unbatched = _batched(input, "conv1d", 3, "(N, C_in, L)")
     _tensor(weight, "weight", "conv1d")
     if weight.dim() != 3:
         raise ArgumentError("conv1d: weight must be 3-D (C_out, C_in/groups, k), got shape %s" % (list(weight.shape),))
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
-    y = _conv2d_any(contiguous_input(x).unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
-                    (1, _single(dilation, "dilation")), groups).squeeze(2)
-    y = acts_as_one_node(views.forget_base(y))      # torch's conv1d result is no view (its unbatched one is)
+    y = _conv_any(x, weight, bias, (1, _single(stride, "stride")), pad, (1, _single(dilation, "dilation")), groups)
     return y.squeeze(0) if unbatched else y
 
 
@@ -147,8 +152,8 @@ def _mkldnn_transposed(x, weight, stride, output_padding, groups):
     ConvParams::use_mkldnn, assuming more than one intra-op thread)."""
     if any(op >= s for op, s in zip(pair(output_padding, "output_padding"), pair(stride, "stride"))):
         return False
-    n, c, h, w = x.shape
-    kh, kw = weight.shape[-2:]
+    n, c, h, w = _planar(x.shape)
+    kh, kw = _planar(weight.shape)[-2:]
     return groups > 1 or (kh > 3 and kw > 3) or n > 1 or n * c * h * w > 20480
 
 
@@ -164,7 +169,8 @@ def _add_bias_as_torch(y, bias, x, weight, stride, output_padding, groups):
     if common.kind == "f" and y._data.dtype.kind != "f":
         raise RuntimeError("result type %s can't be cast to the desired output type %s"
                            % (_torch_name(common), _torch_name(y._data.dtype)))
-    return (y.to(_dtype_of(common)) + bias.to(_dtype_of(common)).view(-1, 1, 1)).to(y.dtype)
+    per_channel = (-1,) + (1,) * (y.dim() - 2)
+    return (y.to(_dtype_of(common)) + bias.to(_dtype_of(common)).view(per_channel)).to(y.dtype)
 
 
 def _dtype_of(numpy_dtype):
@@ -175,31 +181,45 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """torch's conv_transpose2d: weight (C_in, C_out/groups, kH, kW).  A bias of
     another dtype is added as torch's slow path adds it; int64 operands compute in int64."""
     x, unbatched = _batched(input, "conv_transpose2d", 4, "(N, C_in, H, W)")
+    y = conv_transpose_any(x, weight, bias, stride, padding, output_padding, groups, dilation)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose_any(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    """conv_transpose1d/2d of batched operands (3-D or 4-D, with 2-D arguments)."""
     _tensor(weight, "weight", "conv_transpose2d")
     if x._data.dtype == np.bool_:
         raise NotImplementedError("\"slow_conv_transpose2d_out_cpu\" not implemented for 'Bool'")
     _check_weight_dtype(x, weight)
     same_bias = bias is None or (_tensor(bias, "bias", "conv_transpose2d")._data.dtype == x._data.dtype)
-    if _floating(x):
-        y = _channels_last_if_torch(_ConvTranspose2d.apply(x, weight, bias if same_bias else None, stride, padding,
-                                                           output_padding, groups, dilation), x, weight)
-    else:
-        geometry, shape = _conv_transpose2d_geometry(tuple(x.shape), tuple(weight.shape),
-                                                     None if bias is None else tuple(bias.shape), stride, padding,
-                                                     output_padding, groups, dilation)
-        y = _wrap(_nn_integer.conv_transpose2d(x._data, weight._data, geometry, shape))
-        if bias is not None and same_bias:
-            y = y + bias.view(-1, 1, 1)
+    y = _transposed_convolution(x, weight, bias if same_bias else None, stride, padding, output_padding, groups,
+                               dilation)
     if not same_bias:
         y = _add_bias_as_torch(y, bias, x, weight, stride, output_padding, groups)
-    return y.squeeze(0) if unbatched else y
+    return y
+
+
+def _transposed_convolution(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    """conv_transpose1d/2d of batched operands (3-D or 4-D, with 2-D
+    arguments) and a bias of their dtype: the C kernels for floats, numpy
+    for integers (no autograd)."""
+    x_shape, w_shape = _planar(x.shape), _planar(weight.shape)
+    geometry, shape = _conv_transpose2d_geometry(x_shape, w_shape, None if bias is None else tuple(bias.shape),
+                                                 stride, padding, output_padding, groups, dilation)
+    own_shape = shape if x.dim() == 4 else shape[:2] + shape[3:]
+    if _floating(x):
+        y = convolution(x, weight, bias, ConvParams(geometry, True, x.shape, weight.shape, own_shape))
+        return _channels_last_if_torch(y, x, weight)
+    y = _wrap(_nn_integer.conv_transpose2d(x._data.reshape(x_shape), weight._data.reshape(w_shape), geometry,
+                                           shape).reshape(own_shape))
+    return y if bias is None else y + bias.view((-1,) + (1,) * (x.dim() - 2))
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch's max_pool2d; with return_indices, (values, int64 indices)."""
     x, unbatched = _batched(input, "max_pool2d", 4, "(N, C, H, W)")
     if _floating(x):
-        values, indices = _MaxPool2d.apply(x, kernel_size, stride, padding, dilation, ceil_mode)
+        values, indices = _pooling.max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
     else:
         window, shape = _pool2d_window(tuple(x.shape), kernel_size, stride, padding, dilation, ceil_mode,
                                        "max_pool2d")
@@ -215,7 +235,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     x, unbatched = _batched(input, "avg_pool2d", 4, "(N, C, H, W)")
     if _floating(x):
-        y = _AvgPool2d.apply(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        y = _pooling.avg_pool2d(x, _pooling.AvgParams(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                                      divisor_override))
     else:
         override = _divisor(divisor_override)
         window, shape = _pool2d_window(tuple(x.shape), kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
@@ -227,7 +248,7 @@ def adaptive_avg_pool2d(input, output_size):
     x, unbatched = _batched(input, "adaptive_avg_pool2d", 4, "(N, C, H, W)")
     if not _floating(x):
         raise NotImplementedError("\"adaptive_avg_pool2d\" not implemented for '%s'" % _torch_name(x._data.dtype))
-    y = _AdaptiveAvgPool2d.apply(x, output_size)
+    y = _pooling.adaptive_avg_pool2d(x, output_size)
     return views.forget_base(y.squeeze(0)) if unbatched else like_input_format(y, x)
 
 
@@ -247,4 +268,4 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError("batch_norm eps must be non-negative, but got %s" % (eps,))
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
-    return _BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)
+    return _batch_norm(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)

@@ -8,6 +8,9 @@ through `call(lib, ...)` as lib.nn.functional.NAME, with lib cextend or torch.
 """
 import numpy as np
 
+from cextend._ops.convolution import CONVOLUTION
+from cextend._ops.normalization import BATCH_NORM
+from cextend._ops.pooling import POOLING
 from cextend._ops.registry import Const, Sample, register
 from cextend.nn import functional as F
 
@@ -63,12 +66,13 @@ def _functional(name):
     return call
 
 
-for _name, _samples in [("conv2d", _conv2d_samples), ("conv1d", _conv1d_samples),
-                        ("conv_transpose2d", _conv_transpose2d_samples), ("max_pool2d", _max_pool2d_samples),
-                        ("avg_pool2d", _avg_pool2d_samples), ("adaptive_avg_pool2d", _adaptive_avg_pool2d_samples),
-                        ("batch_norm", _batch_norm_samples)]:
+for _name, _samples, _kernels in [
+        ("conv2d", _conv2d_samples, CONVOLUTION), ("conv1d", _conv1d_samples, CONVOLUTION),
+        ("conv_transpose2d", _conv_transpose2d_samples, CONVOLUTION), ("max_pool2d", _max_pool2d_samples, POOLING),
+        ("avg_pool2d", _avg_pool2d_samples, POOLING), ("adaptive_avg_pool2d", _adaptive_avg_pool2d_samples, POOLING),
+        ("batch_norm", _batch_norm_samples, BATCH_NORM)]:
     register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
-             family="nn")
+             family="nn", kernels=_kernels)
 
 
 # -- 1-D pooling, adaptive max pooling and conv_transpose1d (cextend/nn/functional_1d.py) --
@@ -105,10 +109,11 @@ def _conv_transpose1d_samples(rng):
                  note="unbatched, grouped, dilated")
 
 
-for _name, _samples in [("max_pool1d", _max_pool1d_samples), ("avg_pool1d", _avg_pool1d_samples),
-                        ("adaptive_avg_pool1d", _adaptive_avg_pool1d_samples),
-                        ("adaptive_max_pool1d", _adaptive_max_pool1d_samples),
-                        ("adaptive_max_pool2d", _adaptive_max_pool2d_samples),
-                        ("conv_transpose1d", _conv_transpose1d_samples)]:
+for _name, _samples, _kernels in [
+        ("max_pool1d", _max_pool1d_samples, POOLING), ("avg_pool1d", _avg_pool1d_samples, POOLING),
+        ("adaptive_avg_pool1d", _adaptive_avg_pool1d_samples, POOLING),
+        ("adaptive_max_pool1d", _adaptive_max_pool1d_samples, POOLING),
+        ("adaptive_max_pool2d", _adaptive_max_pool2d_samples, POOLING),
+        ("conv_transpose1d", _conv_transpose1d_samples, CONVOLUTION)]:
     register(_name, getattr(F, _name), method=False, module=False, call=_functional(_name), samples=_samples,
-             family="nn")
+             family="nn", kernels=_kernels)

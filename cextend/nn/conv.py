@@ -12,7 +12,7 @@ import math
 from cextend import _factories
 from cextend.ops._shapes import pair, single
 from cextend.autograd.grad_mode import no_grad
-from cextend.functions.padding import PadFunction
+from cextend._ops.padding import pad as _pad
 from cextend.nn import functional as F
 from cextend.nn.module import Module
 from cextend.nn.parameter import Parameter
@@ -74,7 +74,7 @@ class _ConvNd(Module):
             pads += [before, after]
         pads += [0] * (4 - len(pads))
         zeros = (0,) * len(self.kernel_size)
-        return PadFunction.apply(input, tuple(pads), self.padding_mode), zeros
+        return _pad(input, tuple(pads), self.padding_mode, len(self.kernel_size)), zeros
 
     def reset_parameters(self):
         """torch's: kaiming_uniform_(weight, a=sqrt(5)) is uniform in

@@ -64,7 +64,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 # Convolution, 2-D pooling and batch norm; 1-D pooling, adaptive max pooling,
 # conv_transpose1d and the alpha dropouts, built on them.
-from cextend.nn._functional_2d import (conv2d, contiguous_input, conv1d, conv_transpose2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm)  # noqa: E402,F401
+from cextend.nn._functional_2d import (conv2d, conv1d, conv_transpose2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm)  # noqa: E402,F401
 from cextend.nn.functional_1d import (adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d,  # noqa: E402,F401
                                       alpha_dropout, avg_pool1d, conv_transpose1d, feature_alpha_dropout,
                                       max_pool1d)

@@ -17,8 +17,7 @@ from cextend._memory_format import like_input_format
 from cextend.ops._shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
 from cextend.autograd import grad_mode, views
-from cextend.autograd.graph import acts_as_one_node
-from cextend.functions.adaptive_max import AdaptiveMaxPool2dFunction
+from cextend._ops.pooling import adaptive_max_pool2d as _adaptive_max_pool2d
 from cextend.nn import _functional_2d as F
 from cextend.tensor import Tensor, _wrap
 
@@ -230,7 +229,7 @@ def _adaptive_max(x4, sizes, op):
         raise RuntimeError("Trying to create tensor with negative dimension %d: %s" % (min(sizes), _fmt(shape)))
     _not_floating(x4, "adaptive_max_pool2d")
     unbatched = x4.dim() == 3
-    values, indices = AdaptiveMaxPool2dFunction.apply(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
+    values, indices = _adaptive_max_pool2d(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
     if unbatched:       # torch's kernel takes a 3-D input as it is: no view
         return views.forget_base(values.squeeze(0)), views.forget_base(indices.squeeze(0))
     return like_input_format(values, x4), like_input_format(indices, x4)
@@ -344,9 +343,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if out <= 0:
         raise RuntimeError("Given input size per channel: (1 x %d). Calculated output size per channel: (1 x %d). "
                            "Output size is too small" % (length, out))
-    y = F.conv_transpose2d(F.contiguous_input(xb).unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups,
-                           (1, d))
-    y = acts_as_one_node(views.forget_base(y.squeeze(2)))     # torch's batched result is no view (its unbatched one is)
+    y = F.conv_transpose_any(xb, weight, bias, (1, s), (0, p), (0, op), groups, (1, d))
     return y.squeeze(0) if unbatched else y
 
 

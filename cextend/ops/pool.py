@@ -12,7 +12,7 @@ from cextend.ops import _checks
 from cextend.ops._shapes import adaptive_output_shape, divisor, pool2d_window
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward",
-           "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward"]
+           "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_forward"]
 
 
 def _input(x, name="x"):
@@ -121,3 +121,43 @@ def adaptive_avg_pool2d_backward(grad_out, x_shape):
     if dx.size:
         _backend.adaptive_avg_pool2d_backward(grad_out, dx)
     return dx
+
+
+# -- adaptive max (numpy: no C of its own; its backward is max_pool2d_backward) --------
+
+def _windows(size, out):
+    """(positions (out, width) clipped into range, which of them lie in the window)."""
+    i = np.arange(out)
+    starts = (i * size) // out
+    ends = ((i + 1) * size + out - 1) // out
+    width = int((ends - starts).max()) if out else 0
+    positions = starts[:, None] + np.arange(width)[None, :]
+    return np.minimum(positions, size - 1), positions < ends[:, None]
+
+
+def adaptive_max_pool2d_forward(x, output_size):
+    """(values, int64 flat h*W + w indices) of x (N, C, H, W) for output_size (oh, ow).
+    A NaN wins (the last one of a window, in row-major window order), else
+    the first maximum: torch's `val > max || isnan(val)` scan from -inf."""
+    n, c, h, w = x.shape
+    oh, ow = output_size
+    rows, row_ok = _windows(h, oh)                      # (oh, kh)
+    cols, col_ok = _windows(w, ow)                      # (ow, kw)
+    kh, kw = rows.shape[1], cols.shape[1]
+    gathered = x[:, :, rows[:, :, None, None], cols[None, None, :, :]]          # (n, c, oh, kh, ow, kw)
+    gathered = gathered.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, oh, ow, kh * kw)
+    inside = (row_ok[:, None, :, None] & col_ok[None, :, None, :]).reshape(oh, ow, kh * kw)
+    flat = (rows[:, None, :, None] * w + cols[None, :, None, :]).reshape(oh, ow, kh * kw)
+    values = np.where(inside, gathered, -np.inf).astype(x.dtype, copy=False)
+    nan = np.isnan(values)
+    if kh * kw:
+        last_nan = kh * kw - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        first_max = np.argmax(np.where(nan, -np.inf, values), axis=-1)
+        pick = np.where(nan.any(axis=-1), last_nan, first_max)[..., None]
+    else:
+        pick = np.zeros(values.shape[:-1] + (1,), np.int64)
+    out_values = np.take_along_axis(values, pick, axis=-1)[..., 0] if values.size else \
+        np.empty((n, c, oh, ow), x.dtype)
+    indices = np.take_along_axis(np.broadcast_to(flat, values.shape), pick, axis=-1)[..., 0] if values.size else \
+        np.empty((n, c, oh, ow), np.int64)
+    return np.ascontiguousarray(out_values, dtype=x.dtype), np.ascontiguousarray(indices, dtype=np.int64)

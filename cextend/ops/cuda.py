@@ -1,8 +1,9 @@
-"""The C-backed Functions on the GPU: operand checks and the CUDA kernels.
+"""The CUDA kernels on DeviceArrays: cextend.ops's layer for the GPU.
 
-Each Function dispatches here when its inputs are CUDA tensors, as
-extension-ffi's `if input.is_cuda:` did; operands on different devices,
-or of other dtypes or shapes, raise a clear error naming them.
+The linear op's table entry names these as its CUDA kernels; the
+extension-ffi examples (cextend.functions) call them as their
+`if input.is_cuda:` branch did.  Operands of other dtypes or shapes raise
+a clear error naming them.
 """
 import math
 
@@ -46,7 +47,9 @@ def linear_forward(x, w, b):
     return y.reshape(x.shape[:-1] + (m,))
 
 
-def linear_backward(g, x, w, need_x, need_w, need_b):
+def linear_backward(g, x, w, *, input=True, weight=True, bias=True):
+    """(dx, dw, db) of linear_forward, None for those not asked (cextend.ops.linear_backward's signature)."""
+    need_x, need_w, need_b = input, weight, bias
     k, m = x.shape[-1], w.shape[0]
     rows = math.prod(x.shape[:-1])
     dx = DeviceArray((rows, k), x.dtype) if need_x else None

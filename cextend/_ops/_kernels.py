@@ -1,0 +1,39 @@
+"""An op's kernels per device, and the one question an op asks about devices.
+
+An nn op's table entry names its kernels as `Kernels(op, cpu=..., cuda=...)`:
+each value is a namespace (a module) of numpy-level functions on that
+device's arrays.  The op body asks `KERNELS.on(input=x, weight=w)` for the
+namespace its operands' device gives; it never tests a device itself.
+Operands on two devices, or a device with no kernels, raise naming them.
+"""
+from cextend._device import DeviceArray
+
+
+def _device(t):
+    return "cuda" if type(t._data) is DeviceArray else "cpu"
+
+
+class Kernels:
+    __slots__ = ("op", "per_device")
+
+    def __init__(self, op, cpu, cuda=None):
+        self.op = op
+        self.per_device = {"cpu": cpu, "cuda": cuda}
+
+    def on(self, **operands):
+        """The kernels for the (non-None) Tensor operands' one device."""
+        devices = {name: _device(t) for name, t in operands.items() if t is not None}
+        found = set(devices.values())
+        if len(found) > 1:
+            raise RuntimeError("%s: expected all operands on one device, got %s" % (
+                self.op, ", ".join("%s on %s" % (name, operands[name].device) for name in devices)))
+        device = found.pop() if found else "cpu"
+        kernels = self.per_device[device]
+        if kernels is None:
+            name = next(n for n, d in devices.items() if d == device)
+            raise RuntimeError("%s has no %s kernel: %s is on %s; move the operands with .cpu()"
+                               % (self.op, device.upper(), name, operands[name].device))
+        return kernels
+
+    def __repr__(self):
+        return "<Kernels of %s: %s>" % (self.op, ", ".join(d for d, k in self.per_device.items() if k))

@@ -1,0 +1,122 @@
+"""Batch norm as a built-in op: torch's native_batch_norm and its node.
+
+Training normalises with the batch statistics and, in the same C call,
+updates the running stats in place; evaluation uses the running stats.
+NativeBatchNormBackward0 runs the C backward kernel; under create_graph
+its formula is written in Tensor ops (the kernel's formulas), so it
+differentiates.
+"""
+import numpy as np
+
+from cextend._ops import _record as rec
+from cextend._ops._kernels import Kernels
+from cextend.autograd.grad_mode import is_grad_enabled
+from cextend.ops import _checks
+from cextend.ops import batchnorm as _cpu_batchnorm
+from cextend.tensor import Tensor, _wrap
+
+BATCH_NORM = Kernels("batch_norm", cpu=_cpu_batchnorm)
+
+
+def _float_arrays(op, **tensors):
+    """The arrays of the (non-None) Tensor operands, checked to share one float dtype."""
+    arrays = {}
+    for name, t in tensors.items():
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError("%s must be a cextend Tensor, got %s" % (name, type(t).__name__))
+        arrays[name] = None if t is None else t._data
+    try:
+        _checks.float_dtype(**arrays)
+    except TypeError as error:
+        raise type(error)("%s: %s" % (op, error)) from None      # a DtypeError stays one
+    return [arrays[name] for name in tensors]
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """input (N, C, *); weight, bias (C,) or None; running_mean and
+    running_var (C,) buffers or None (updated in place when training)."""
+    kernels = BATCH_NORM.on(input=input, weight=weight, bias=bias, running_mean=running_mean,
+                            running_var=running_var)
+    x, w, b, rm, rv = _float_arrays("batch_norm", input=input, weight=weight, bias=bias,
+                                    running_mean=running_mean, running_var=running_var)
+    y, save_mean, save_invstd = kernels.batch_norm_forward(x, rm, rv, w, b, training=training, momentum=momentum,
+                                                           eps=eps)
+    if not _torch_folds(x, w, b, rm, rv):
+        y = _unfolded(x, w, b, save_mean if training else rm,
+                      save_invstd if training else None if rv is None else 1 / np.sqrt(rv + eps))
+    result = _wrap(y)
+    if rec.needs_grad(input, weight, bias):
+        node = rec.record(NativeBatchNormBackward0, (input, weight, bias), result)
+        node.training, node.eps = bool(training), eps
+        node.save_mean, node.save_invstd = save_mean, save_invstd
+        # torch's kernel updates the running stats without bumping their
+        # version (a module can run twice before one backward), and its node
+        # saves them: a later in-place change to them makes backward raise
+        node._saved = (rec.save(input), None if weight is None else rec.save(weight),
+                       None if running_mean is None else rec.save(running_mean),
+                       None if running_var is None else rec.save(running_var))
+    return result
+
+
+class NativeBatchNormBackward0(rec.BuiltinNode):
+    def backward(self, grad, input, weight, running_mean, running_var):
+        need_x, need_w, need_b = self.needs(0), self.needs(1), self.needs(2)
+        if is_grad_enabled():
+            return _differentiable_backward(self, grad, input, weight, need_x, need_w, need_b)
+        kernels = BATCH_NORM.on(grad=grad, input=input, weight=weight)
+        dx, dw, db = kernels.batch_norm_backward(
+            grad._data, input._data, None if weight is None else weight._data, self.save_mean, self.save_invstd,
+            training=self.training, input=need_x, weight=need_w and weight is not None, bias=need_b)
+        return tuple(None if g is None else _wrap(g) for g in (dx, dw, db))
+
+
+def _torch_folds(x, *per_channel):
+    """Whether torch's CPU kernel folds the statistics and the affine terms
+    into y = x * alpha + beta: only when the input (contiguous or channels
+    last) and every per-channel tensor are contiguous; otherwise it computes
+    ((x - mean) * invstd) * weight + bias, which differs at infinities (the
+    folded form makes inf - inf = NaN) and in the sign of zeros."""
+    dense = x.flags.c_contiguous or (x.ndim in (4, 5) and np.moveaxis(x, 1, -1).flags.c_contiguous)
+    return dense and all(a is None or a.size <= 1 or a.strides[0] == a.itemsize for a in per_channel)
+
+
+def _unfolded(x, w, b, mean, invstd):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+
+    def per_channel(a, default):
+        return x.dtype.type(default) if a is None else a.reshape(shape)
+    with np.errstate(all="ignore"):
+        return ((x - per_channel(mean, 0)) * per_channel(invstd, 1)) * per_channel(w, 1) + per_channel(b, 0)
+
+
+def _differentiable_backward(node, g, input, weight, need_x, need_w, need_b):
+    """The kernel's formulas in Tensor ops (recorded for double backward).
+    Training: the statistics are recomputed from input, so they differentiate;
+    evaluation: they are the running stats, constants."""
+    axes = (0,) + tuple(range(2, input.dim()))
+    shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    if node.training:
+        centred = input - input.mean(axes, keepdim=True)
+        invstd = 1.0 / ((centred * centred).mean(axes, keepdim=True) + node.eps).sqrt()
+        xhat = centred * invstd
+    else:
+        invstd = _wrap(node.save_invstd.reshape(shape))
+        xhat = (input - _wrap(node.save_mean.reshape(shape))) * invstd
+    grad_weight = (g * xhat).sum(axes) if need_w else None
+    # (torch's double-backward node reads the input for every gradient it
+    # returns: the bias's requires grad through it too, but its formula gives
+    # the input no gradient from it: .grad stays None, not zeros)
+    grad_bias = rec.reads_through("NativeBatchNormBackwardBackward", g.sum(axes), input,
+                                  zero_derivative=False) if need_b else None
+    grad_input = None
+    if need_x:
+        scale = invstd if weight is None else weight.reshape(shape) * invstd
+        if node.training:
+            grad_input = scale * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
+        else:
+            # torch's double-backward node reads the input too: the gradient
+            # requires grad through it, though in evaluation the formula gives
+            # the input no gradient (None, not zeros)
+            grad_input = rec.reads_through("NativeBatchNormBackwardBackward", scale * g, input,
+                                           zero_derivative=False)
+    return grad_input, grad_weight, grad_bias
