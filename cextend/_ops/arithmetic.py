@@ -19,7 +19,8 @@ from cextend._scalars import checked_scalar
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._layout import empty_like_preserve, torch_layout, with_number_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
@@ -162,7 +163,7 @@ class Binary:
         if out is not None:
             # comparisons, logical ops and floor_divide have no derivative:
             # torch accepts their out= even when an input requires grad
-            rec.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
+            _out.check_out(out, self.name, a, b, differentiable=self.differentiable_out)
             # torch refuses only a leaf that requires grad as out= (a
             # non-leaf one takes the op's history, as an in-place op)
             if self.out_keeps_history and out.requires_grad and _grad_state.enabled and (
@@ -170,7 +171,7 @@ class Binary:
                 # (a view of a leaf that requires grad is refused alike)
                 raise RuntimeError("aten::%s(): functions with out=... arguments don't support automatic "
                                    "differentiation, but one of the arguments requires grad." % self.name)
-            written = rec.write_out(out, _as_ndarray(data, ot), self.name)
+            written = _out.write_out(out, _as_ndarray(data, ot), self.name)
             if self.out_keeps_history and out._data.dtype.kind == "f" and (
                     rec.needs_grad(a, b) or (_grad_state.enabled and out.requires_grad)):
                 # torch records its not-implemented node on a float out= too
@@ -852,7 +853,7 @@ _WhereNode = rec.node_class("WhereBackward", _where_backward)
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other (numbers allowed)."""
     if input is None and other is None:
-        rec.no_out(out, "where")
+        _out.no_out(out, "where")
         return require_tensor(condition, "where", "condition").nonzero(as_tuple=True)
     cond = require_tensor(condition, "where", "condition")
     if cond._data.dtype.kind != "b":
@@ -870,10 +871,10 @@ def where(condition, input=None, other=None, *, out=None):
     if getattr(data, "ndim", 0) > 1:        # torch's TensorIterator: condition, self, other
         data = torch_layout(data, [t._data for t in (cond, a, b) if is_tensor(t)])
     if out is not None:
-        rec.check_out(out, "where", a, b)
+        _out.check_out(out, "where", a, b)
         if out._data.dtype != rt:
             raise RuntimeError("Expected out type to be %s but got %s" % (_torch_name(rt), _torch_name(out._data.dtype)))
-        return rec.write_out(out, data, "where")
+        return _out.write_out(out, data, "where")
     result = _wrap(_as_ndarray(data, rt))
     if rec.needs_grad(a, b):
         node = rec.record(_WhereNode, (cond, a, b), result)
@@ -972,8 +973,8 @@ def _neg_array(t, op):
 def neg(input, *, out=None):
     data = _neg_array(require_tensor(input, "neg"), "neg")
     if out is not None:
-        rec.check_out(out, "neg", input)
-        return rec.write_out(out, data, "neg", strict="same_dtype")
+        _out.check_out(out, "neg", input)
+        return _out.write_out(out, data, "neg", strict="same_dtype")
     data = _as_ndarray(data, input._data.dtype)
     if not input._data.flags.c_contiguous:
         data = torch_layout(data, [input._data])
@@ -993,8 +994,8 @@ def _unary_inplace(self, data, node_cls):
 def _logical_not(input, *, out=None):
     data = np.logical_not(require_tensor(input, "logical_not")._data)
     if out is not None:
-        rec.check_out(out, "logical_not", input, differentiable=False)
-        return rec.write_out(out, data, "logical_not")
+        _out.check_out(out, "logical_not", input, differentiable=False)
+        return _out.write_out(out, data, "logical_not")
     return _wrap(_as_ndarray(data, np.bool_))
 
 
@@ -1011,8 +1012,8 @@ def _bitwise_not(input, *, out=None):
     result = _as_ndarray(np.invert(data), data.dtype)
     if out is None:
         return _wrap(result)
-    rec.check_out(out, "bitwise_not", differentiable=False)
-    return rec.write_out(out, result, "bitwise_not", strict="same_dtype")
+    _out.check_out(out, "bitwise_not", differentiable=False)
+    return _out.write_out(out, result, "bitwise_not", strict="same_dtype")
 
 
 register("bitwise_not", _bitwise_not, gradcheck=False, difftest=False, family="comparison")

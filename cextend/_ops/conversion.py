@@ -6,7 +6,7 @@ from cextend._memory_format import contiguous_format, empty_as
 from cextend._fpe import quietly
 from cextend import _dtype
 from cextend._device import DeviceArray
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops import samples as S
 from cextend._ops._operands import require_tensor
 from cextend._ops._layout import empty_like_preserve

@@ -17,7 +17,7 @@ _convolution_double_backward.
 A 1-D convolution runs its 2-D kernels over a height of 1 (reshaping the
 arrays, not recording views), so it stays one node as torch's.
 """
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
 from cextend.ops import conv as _cpu_conv
 from cextend.tensor import _wrap

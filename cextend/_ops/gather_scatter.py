@@ -4,7 +4,8 @@ in Python (torch's messages) before numpy sees them; each op's backward is
 another op of this family, so derivatives of any order exist."""
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._layout import empty_like_preserve
 from cextend._overlap import check_no_overlap, check_no_partial, check_not_read_while_written
 from cextend._ops._operands import is_tensor, operand, require_tensor
@@ -101,9 +102,9 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     source = data[tuple(slice(0, n) if k != d else slice(None) for k, n in enumerate(idx.shape))]
     result = np.take_along_axis(source, idx, axis=d).reshape(index._data.shape)
     if out is not None:
-        rec.check_out(out, "gather", x)
+        _out.check_out(out, "gather", x)
         _refuse_aliased_out(out, result.dtype, (x,), partial=(index,))
-        return rec.write_out(out, result, "gather", strict="c_type")
+        return _out.write_out(out, result, "gather", strict="c_type")
     t = _wrap(result)
     if rec.needs_grad(x):
         node = rec.record(_GatherNode, (x, None, index), t)
@@ -176,9 +177,9 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     data = _scatter_core(x, d, index, src, "scatter", reduce)
     if out is not None:
-        rec.check_out(out, "scatter", x, src)
+        _out.check_out(out, "scatter", x, src)
         _refuse_aliased_out(out, data.dtype, (index, src))
-        return rec.write_out(out, data, "scatter", strict="c_type")
+        return _out.write_out(out, data, "scatter", strict="c_type")
     t = _wrap(data)
     if reduce is None and rec.needs_grad(x, src):
         node = rec.record(_ScatterNode, (x, None, index, src if is_tensor(src) else None), t)
@@ -197,9 +198,9 @@ def scatter_add(input, dim, index, src, *, out=None):
         raise RuntimeError("scatter_add(): Expected self.dtype to be equal to src.dtype")
     data = _scatter_core(x, d, index, src, "scatter_add", "add")
     if out is not None:
-        rec.check_out(out, "scatter_add", x, src)
+        _out.check_out(out, "scatter_add", x, src)
         _refuse_aliased_out(out, data.dtype, (index, src))
-        return rec.write_out(out, data, "scatter_add", strict="c_type")
+        return _out.write_out(out, data, "scatter_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, src):
         node = rec.record(_ScatterAddNode, (x, None, index, src), t)
@@ -276,9 +277,9 @@ def index_select(input, dim, index, *, out=None):
     if x._data.ndim == 0:
         result = result.reshape(index._data.shape)
     if out is not None:
-        rec.check_out(out, "index_select", x)
+        _out.check_out(out, "index_select", x)
         _refuse_aliased_out(out, result.dtype, (x, index))
-        return rec.write_out(out, result, "index_select", strict="index_select(): self and result must have the same scalar type")
+        return _out.write_out(out, result, "index_select", strict="index_select(): self and result must have the same scalar type")
     t = _wrap(result)
     if rec.needs_grad(x):
         node = rec.record(_IndexSelectNode, (x, None, index), t)
@@ -345,9 +346,9 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     values = source._data if alpha == 1 else source._data * alpha
     data = _index_write(x, d, idx, values, "index_add", "add")
     if out is not None:
-        rec.check_out(out, "index_add", x, source)
+        _out.check_out(out, "index_add", x, source)
         _refuse_aliased_out(out, data.dtype, (index, source))
-        return rec.write_out(out, data, "index_add", strict="c_type")
+        return _out.write_out(out, data, "index_add", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
         node = rec.record(_IndexAddNode, (x, None, index, source), t)
@@ -378,9 +379,9 @@ def index_copy(input, dim, index, source, *, out=None):
     _check_source(x, d, idx, source, "index_copy")
     data = _index_write(x, d, idx, source._data, "index_copy", "copy")
     if out is not None:
-        rec.check_out(out, "index_copy", x, source)
+        _out.check_out(out, "index_copy", x, source)
         _refuse_aliased_out(out, data.dtype, (index, source))
-        return rec.write_out(out, data, "index_copy", strict="c_type")
+        return _out.write_out(out, data, "index_copy", strict="c_type")
     t = _wrap(data)
     if rec.needs_grad(x, source):
         node = rec.record(_IndexCopyNode, (x, None, index, source), t)
@@ -490,9 +491,9 @@ def masked_select(input, mask, *, out=None):
     shape = np.broadcast_shapes(x._data.shape, mask._data.shape)
     data = np.broadcast_to(x._data, shape)[np.broadcast_to(mask._data, shape)]
     if out is not None:
-        rec.check_out(out, "masked_select", x)
+        _out.check_out(out, "masked_select", x)
         _refuse_aliased_out(out, data.dtype, (x, mask))
-        return rec.write_out(out, data, "masked_select", strict="masked_select(): self and result must have the same scalar type")
+        return _out.write_out(out, data, "masked_select", strict="masked_select(): self and result must have the same scalar type")
     t = _wrap(np.array(data))
     if rec.needs_grad(x):
         node = rec.record(_MaskedSelectNode, (x, None), t)
@@ -568,11 +569,11 @@ def nonzero(input, *, out=None, as_tuple=False):
         np.zeros((int(bool(data)), 0), np.int64)
     if out is None:
         return _wrap(coords)
-    rec.check_out(out, "nonzero", differentiable=False)
+    _out.check_out(out, "nonzero", differentiable=False)
     if out._data.dtype != np.int64:
         raise RuntimeError("nonzero: Expected out tensor to have scalar type Long but got scalar type%s"
                            % name(out._data.dtype))
-    return rec.write_out(out, coords, "nonzero")
+    return _out.write_out(out, coords, "nonzero")
 
 
 def argwhere(input):
@@ -615,9 +616,9 @@ def take(input, index, *, out=None):
                          % (bad, flat.size))
     t = _wrap(np.array(flat[idx]))
     if out is not None:
-        rec.check_out(out, "take", x)
+        _out.check_out(out, "take", x)
         _refuse_aliased_out(out, t._data.dtype, (x, index))
-        return rec.write_out(out, t._data, "take", strict="take(): self and out expected to have the same "
+        return _out.write_out(out, t._data, "take", strict="take(): self and out expected to have the same "
                              "dtype, but got self.dtype = %(result)s and out.dtype = %(out)s")
     if rec.needs_grad(x):
         node = rec.record(_TakeNode, (x, None), t)

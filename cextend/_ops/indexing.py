@@ -15,7 +15,7 @@ from cextend._overlap import check_no_overlap, check_no_partial, same_layout
 from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
 from cextend._ops import _advanced_index as _advanced
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._layout import none_index_strides, restrided
 from cextend._ops._operands import as_array, is_tensor, operand
 from cextend._ops.registry import method

@@ -3,7 +3,8 @@ import numpy as np
 
 from cextend._memory_format import channels_last, empty_as, suggests_channels_last
 from cextend._promotion import result_type
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops.registry import Sample, register
 from cextend.tensor import Tensor, _dim, _wrap
 
@@ -70,8 +71,8 @@ def cat(tensors, dim=0, *, out=None):
     data = np.concatenate([t._data if t._data.dtype == rt else t._data.astype(rt) for t in parts], axis=d)
     data = _laid_out(data, [t._data for t in parts])
     if out is not None:
-        rec.check_out(out, "cat", *tensors)
-        return rec.write_out(out, data, "cat")
+        _out.check_out(out, "cat", *tensors)
+        return _out.write_out(out, data, "cat")
     result = _wrap(data)
     if rec.needs_grad(*tensors):
         node = rec.record(_CatNode, tuple(tensors), result)
@@ -108,8 +109,8 @@ def stack(tensors, dim=0, *, out=None):
     elif type(data) is np.ndarray:
         data = np.asarray(data, order="C")      # contiguous, as torch's (a transposed input's too)
     if out is not None:
-        rec.check_out(out, "stack", *tensors)
-        return rec.write_out(out, data, "stack")
+        _out.check_out(out, "stack", *tensors)
+        return _out.write_out(out, data, "stack")
     result = _wrap(data)
     if rec.needs_grad(*tensors):
         node = rec.record(_StackNode, tuple(tensors), result)

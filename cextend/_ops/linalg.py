@@ -7,7 +7,8 @@ operands need no copy); other dtypes and batched products use numpy.
 import numpy as np
 
 from cextend import ops
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend.autograd.grad_mode import _state as _grad_state, no_grad
 from cextend.autograd import views
 from cextend.tensor import _wrap
@@ -86,8 +87,8 @@ def mm(input, mat2, *, out=None):
     else:
         data = gemm(a._data, b._data)
     if out is not None:
-        rec.check_out(out, "mm", a, b)
-        return rec.write_out(out, data, "mm", strict="c_type", reads=(a, b))
+        _out.check_out(out, "mm", a, b)
+        return _out.write_out(out, data, "mm", strict="c_type", reads=(a, b))
     result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_MmNode, (a, b), result)
@@ -242,13 +243,13 @@ def matmul(input, other, *, out=None):
                 # torch squeezes the added dim away in place (squeeze_): no view
                 result = views.forget_base(result)
     if out is not None:
-        rec.check_out(out, "matmul", a, b)
+        _out.check_out(out, "matmul", a, b)
         if da == 1 and db == 2:
             # torch runs mm_out(out, a.unsqueeze(0), b).squeeze_(0): out is
             # resized to (1, n) first (restrided, with its warning)
-            rec.write_out(out, result._data.reshape(1, -1), "matmul", strict="c_type", reads=(a, b))
+            _out.write_out(out, result._data.reshape(1, -1), "matmul", strict="c_type", reads=(a, b))
             return out.squeeze_(0)
-        return rec.write_out(out, result._data, "matmul", strict="c_type", reads=(a, b))
+        return _out.write_out(out, result._data, "matmul", strict="c_type", reads=(a, b))
     return result
 
 
@@ -289,7 +290,7 @@ def bmm(input, mat2, *, out=None):
                            "got: [%d, %d]." % (a._data.shape[0], a._data.shape[2], b._data.shape[0],
                                                b._data.shape[1]))
     result = _batched(a, b)
-    return result if out is None else rec.finish_out(out, result, "bmm", a, b, strict="c_type", reads=(a, b))
+    return result if out is None else _out.finish_out(out, result, "bmm", a, b, strict="c_type", reads=(a, b))
 
 
 def _addmm_backward(node, g, mat1, mat2):
@@ -345,7 +346,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "addmm")
     result = _add_scaled_product("addmm", _AddmmNode, input, a, b, beta, alpha, gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "addmm", input, a, b, strict="c_type", reads=(a, b))
+    return result if out is None else _out.finish_out(out, result, "addmm", input, a, b, strict="c_type", reads=(a, b))
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -358,7 +359,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_same_dtype(a, b, "baddbmm")
     result = _add_scaled_product("baddbmm", _BaddbmmNode, input, a, b, beta, alpha,
                                  batched_gemm(a._data, b._data))
-    return result if out is None else rec.finish_out(out, result, "baddbmm", input, a, b, strict="c_type", reads=(a, b))
+    return result if out is None else _out.finish_out(out, result, "baddbmm", input, a, b, strict="c_type", reads=(a, b))
 
 
 def mv(input, vec, *, out=None):
@@ -391,7 +392,7 @@ def outer(input, vec2, *, out=None):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError("outer: expected 1-D tensors, got %dD and %dD" % (a._data.ndim, b._data.ndim))
     result = a.unsqueeze(1) * b.unsqueeze(0)
-    return result if out is None else rec.finish_out(out, result, "mul", a, b)
+    return result if out is None else _out.finish_out(out, result, "mul", a, b)
 
 
 def _bmm_samples(rng):

@@ -12,7 +12,7 @@ import numpy as np
 
 from cextend import _backend, _dtype
 from cextend._fpe import quietly
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
 from cextend._ops._nn_checks import functional_call, host_tensor, require_float
 from cextend._ops.arithmetic import where

@@ -10,7 +10,7 @@ any order of derivative is available.
 import numpy as np
 
 from cextend._fpe import quietly
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
 from cextend._ops._nn_checks import (check_no_grad, functional_call, host_tensor, reduction_arg,
                                      require_float, torch_name)

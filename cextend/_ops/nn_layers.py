@@ -13,7 +13,7 @@ import numpy as np
 
 from cextend import _random
 from cextend._fpe import quietly
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
 from cextend._ops._nn_checks import cast_error, functional_call, host_tensor, require_float, torch_name
 from cextend._ops.registry import register

@@ -10,7 +10,7 @@ Classification losses (nll_loss, cross_entropy) are in nn_classification.
 """
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
 from cextend._ops._layout import torch_layout
 from cextend._ops._nn_checks import (cast_error, check_no_grad, check_reduction, functional_call,

@@ -8,7 +8,7 @@ differentiates.
 """
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
 from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.ops import _checks

@@ -9,7 +9,7 @@ zeros_like(self)).  Circular padding is torch's own composition
 """
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
 from cextend.ops import pad as _cpu_pad
 from cextend.tensor import _wrap

@@ -16,7 +16,8 @@ from cextend._fpe import quietly
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
 from cextend._ops._layout import torch_layout
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops import samples as S
 from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_value
 from cextend._ops.arithmetic import where
@@ -79,10 +80,10 @@ class Unary:
         dt = self.dtype(x)
         data = self.run(x, dt)
         if out is not None:
-            rec.check_out(out, self.name, x)
+            _out.check_out(out, self.name, x)
             # Ops that keep the input's dtype (abs, round, sign, ...) are
             # built by torch with check_all_same_dtype: no cast into out.
-            return rec.write_out(out, data, self.name, strict=False if self.float_result else "same_dtype")
+            return _out.write_out(out, data, self.name, strict=False if self.float_result else "same_dtype")
         result = _wrap(data)
         if self.node is not None and rec.needs_grad(x):
             node = rec.record(self.node, (x,), result)
@@ -223,8 +224,8 @@ def _with_parameter(x, data, out, name, node_cls, **parameter):
     """The result of a one-input op with a parameter (logit's eps,
     polygamma's n): written to out=, or recorded with x saved."""
     if out is not None:
-        rec.check_out(out, name, x)
-        return rec.write_out(out, data, name)
+        _out.check_out(out, name, x)
+        return _out.write_out(out, data, name)
     result = _wrap(torch_layout(data, [x._data]))
     if rec.needs_grad(x):
         node = rec.record(node_cls, (x,), result)
@@ -544,11 +545,11 @@ def clamp(input, min=None, max=None, *, out=None, _op="clamp"):
     dt = _clamp_dtype(x, low, high)
     data = _clamp_data(x, low, high, dt)
     if out is not None:
-        rec.check_out(out, "clamp", x, low, high)
+        _out.check_out(out, "clamp", x, low, high)
         # Number bounds make clamp a unary op that keeps x's dtype (strict);
         # tensor bounds a ternary one that casts into out.
         scalar_bounds = not (is_tensor(low) or is_tensor(high))
-        return rec.write_out(out, data, "clamp", strict="same_dtype" if scalar_bounds else False)
+        return _out.write_out(out, data, "clamp", strict="same_dtype" if scalar_bounds else False)
     result = _wrap(data)
     if rec.needs_grad(x, low, high) and dt.kind == "f":
         node = rec.record(_clamp_node(_op, low, high), (x, low, high), result)
@@ -615,11 +616,11 @@ def _predicate(name, compute, takes_out=False):
         if out is None:
             return _wrap(torch_layout(result, [x._data]))
         if not takes_out:
-            rec.no_out(out, name)
-        rec.check_out(out, name, differentiable=False)
+            _out.no_out(out, name)
+        _out.check_out(out, name, differentiable=False)
         if out._data.dtype != np.bool_:
             raise RuntimeError("%s does not support non-boolean outputs." % name)
-        return rec.write_out(out, result, name)
+        return _out.write_out(out, result, name)
     predicate.__name__ = name
     register(name, predicate, samples=S.unary(), gradcheck=False, family="pointwise", integer_inputs=True)
     return predicate
@@ -644,7 +645,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     if out is not None and out._data.dtype != data.dtype:
         raise RuntimeError("nan_to_num: dtype of out: %s should be same as input: %s"
                            % (_torch_name(out._data.dtype), _torch_name(data.dtype)))
-    return result if out is None else rec.finish_out(out, result, "nan_to_num", x)
+    return result if out is None else _out.finish_out(out, result, "nan_to_num", x)
 
 
 _NanToNumNode = rec.node_class("NanToNumBackward", lambda node, g, x: g * x.isfinite())

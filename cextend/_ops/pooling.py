@@ -10,7 +10,7 @@ batches them.
 """
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
 from cextend.ops import pool as _cpu_pool
 from cextend.tensor import _wrap

@@ -3,7 +3,8 @@ flip, roll, repeat, tile, tril, triu, rot90, repeat_interleave."""
 import numpy as np
 
 from cextend._ops._layout import empty_like_preserve
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register
 from cextend.tensor import _wrap as _new_tensor
@@ -218,7 +219,7 @@ def _triangle(op, keep):
             raise TypeError("%s(): argument 'diagonal' (position 1) must be int, not %s"
                             % (op, type(diagonal).__name__))
         t = _tri(x, diagonal, keep, op)
-        return t if out is None else rec.finish_out(out, t, op, x, strict="c_type")
+        return t if out is None else _out.finish_out(out, t, op, x, strict="c_type")
     def triangle_(self, diagonal=0):
         # torch zeroes the other triangle in place and writes nothing else:
         # an expanded tensor is accepted, and its shared elements end as there

@@ -9,7 +9,8 @@ import numpy as np
 from cextend import _dtype
 from cextend._fpe import quietly
 from cextend._device import DeviceArray, empty_like
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops import samples as S
 from cextend._ops._layout import c_strides, restrided
 from cextend._ops._operands import is_tensor, require_tensor
@@ -105,11 +106,11 @@ def _reduction_dtype(x, dtype, op):
 def out_reduction_dtype(out, dtype, name):
     """With out=, torch reduces in out's dtype (the input cast to it first);
     dtype=, when given, must name out's."""
-    rec.check_out(out, name, differentiable=False)
+    _out.check_out(out, name, differentiable=False)
     wanted = out._data.dtype
     if dtype is not None and _dtype.as_dtype(dtype).numpy != wanted:
         raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
-                           % (rec.c_type_name(_dtype.as_dtype(dtype).numpy), rec.c_type_name(wanted)))
+                           % (_out.c_type_name(_dtype.as_dtype(dtype).numpy), _out.c_type_name(wanted)))
     return wanted
 
 
@@ -128,14 +129,14 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = require_tensor(input, "sum")
     dims = reduce_dims(x, dim)
     if out is not None and dim is None:
-        rec.no_out(out, "sum")
+        _out.no_out(out, "sum")
     rt = _reduction_dtype(x, dtype, "sum") if out is None else out_reduction_dtype(out, dtype, "sum")
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
     result = quietly(lambda: _sum_in(data, dims, keepdim))     # inf + -inf is NaN, silently
     result = _array(result, rt)
     if out is not None:
-        rec.check_out(out, "sum", x)
-        return rec.write_out(out, result, "sum", reads=(x,))
+        _out.check_out(out, "sum", x)
+        return _out.write_out(out, result, "sum", reads=(x,))
     return _record_reduce(_SumNode if dim is None else _SumDimNode, x, _wrap(_contiguous(result)), dims, keepdim)
 
 
@@ -179,8 +180,8 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     result = _array(quietly(lambda: np.true_divide(data.sum(axis=dims, keepdims=keepdim), count)
                             .astype(rt, copy=False)), rt)
     if out is not None:
-        rec.check_out(out, "mean", x)
-        return rec.write_out(out, result, "mean", reads=(x,))
+        _out.check_out(out, "mean", x)
+        return _out.write_out(out, result, "mean", reads=(x,))
     return _record_reduce(_MeanNode if dim is None else _MeanDimNode, x, _wrap(_contiguous(result)), dims,
                           keepdim, count=count)
 
@@ -208,8 +209,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     result = _array(quietly(np.nansum, data, dims, None, None, keepdim) if rt.kind == "f"
                     else _sum_in(data, dims, keepdim), rt)
     if out is not None:
-        rec.check_out(out, "nansum", x)
-        return rec.write_out(out, result, "nansum", reads=(x,))
+        _out.check_out(out, "nansum", x)
+        return _out.write_out(out, result, "nansum", reads=(x,))
     t = _record_reduce(_NansumNode, x, _wrap(_contiguous(result)), dims, keepdim)
     if t._grad_fn is not None:
         t._grad_fn._saved = (rec.save(x),)
@@ -319,13 +320,13 @@ def _max_or_min(is_max, name):
                 raise TypeError("%s() received an invalid combination of arguments: keepdim without dim"
                                 % name)
             if out is not None:
-                rec.check_out(out, name, x)
-                return rec.write_out(out, _extreme_all(x, is_max, name, node_cls)._data, name)
+                _out.check_out(out, name, x)
+                return _out.write_out(out, _extreme_all(x, is_max, name, node_cls)._data, name)
             return _extreme_all(x, is_max, name, node_cls)
         if out is not None:
-            rec.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
+            _out.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
             values, indices = _extreme_dim(x, dim, keepdim, is_max, name)
-            return rec.write_outs(out, values, indices, name, return_types[name + "_out"])
+            return _out.write_outs(out, values, indices, name, return_types[name + "_out"])
         return _extreme_dim(x, dim, keepdim, is_max, name)
     extreme.__name__ = name
     return extreme
@@ -344,12 +345,12 @@ def _amax_or_amin(is_max, name):
         x = require_tensor(input, name)
         dims = reduce_dims(x, dim)
         if out is not None:
-            rec.check_out(out, name, x)
+            _out.check_out(out, name, x)
             if out._data.dtype != x._data.dtype:
                 raise RuntimeError("Expected the dtype for input and out to match, but got %s for input's "
                                    "dtype and %s for out's dtype." % (x.dtype.name, out.dtype.name))
         result = _extreme_all(x, is_max, name, node_cls, dims, keepdim)
-        return result if out is None else rec.write_out(out, result._data, name, strict=True, reads=(x,))
+        return result if out is None else _out.write_out(out, result._data, name, strict=True, reads=(x,))
     extreme.__name__ = name
     return extreme
 
@@ -365,8 +366,8 @@ def _arg(is_max, name):
         result = _arg_result(input, dim, keepdim)
         if out is None:
             return result
-        rec.check_out(out, name, differentiable=False)
-        return rec.write_out(out, result._data, name, strict="c_type")
+        _out.check_out(out, name, differentiable=False)
+        return _out.write_out(out, result._data, name, strict="c_type")
 
     def _arg_result(input, dim, keepdim):
         x = require_tensor(input, name)
@@ -408,11 +409,11 @@ def _logical_reduction(ufunc_reduce, name):
         if x._data.dtype == np.uint8:
             result = result.astype(np.uint8)
         if out is not None:
-            rec.check_out(out, name, differentiable=False)
+            _out.check_out(out, name, differentiable=False)
             if out._data.dtype.kind != "b" and out._data.dtype != result.dtype:
                 raise RuntimeError("%s only supports bool tensor for result, got: %s"
                                    % (name, out.dtype.name.capitalize()))
-            return rec.write_out(out, result, name)
+            return _out.write_out(out, result, name)
         return _wrap(_contiguous(result))
     reduce.__name__ = name
     register(name, reduce, samples=S.reduction(), gradcheck=False, family="reduction", integer_inputs=True)

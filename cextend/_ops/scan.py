@@ -3,7 +3,8 @@ import numpy as np
 
 from cextend import _dtype
 from cextend._fpe import quietly
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import return_types
 from cextend._ops.registry import Sample, register
@@ -54,12 +55,12 @@ _CumsumNode = rec.node_class("CumsumBackward", _cumsum_backward)
 def _out_scan_dtype(out, dtype, name, kernel_runs=True):
     """With out=, torch scans the input cast to out's dtype (dtype=, when
     given, must name out's)."""
-    rec.check_out(out, name, differentiable=False)
+    _out.check_out(out, name, differentiable=False)
     if out._data.dtype == np.bool_ and kernel_runs:        # a 0-d input is copied, kernel-free
         raise NotImplementedError("\"%s_out_cpu\" not implemented for 'Bool'" % name)
     if dtype is not None and _dtype.as_dtype(dtype).numpy != out._data.dtype:
         raise RuntimeError("Expected out tensor to have dtype %s, but got %s instead"
-                           % (rec.c_type_name(_dtype.as_dtype(dtype).numpy), rec.c_type_name(out._data.dtype)))
+                           % (_out.c_type_name(_dtype.as_dtype(dtype).numpy), _out.c_type_name(out._data.dtype)))
     return out._data.dtype
 
 
@@ -72,8 +73,8 @@ def cumsum(input, dim, *, dtype=None, out=None):
     if dt.kind == "f" and data.ndim:
         result = result + dt.type(0)        # torch's sum starts from +0.0: -0.0 becomes +0.0 (a 0-d input is copied)
     if out is not None:
-        rec.check_out(out, "cumsum", x)
-        return rec.write_out(out, result, "cumsum")
+        _out.check_out(out, "cumsum", x)
+        return _out.write_out(out, result, "cumsum")
     t = _wrap(np.asarray(result))
     if rec.needs_grad(x):
         node = rec.record(_CumsumNode, (x,), t)
@@ -177,8 +178,8 @@ def cumprod(input, dim, *, dtype=None, out=None):
     data = x._data.astype(dt) if x._data.dtype != dt else x._data
     result = quietly(_scan, np.cumprod, data, d, dt) if data.ndim else data.copy()
     if out is not None:
-        rec.check_out(out, "cumprod", x)
-        return rec.write_out(out, result, "cumprod")
+        _out.check_out(out, "cumprod", x)
+        return _out.write_out(out, result, "cumprod")
     t = _wrap(np.asarray(result))
     if rec.needs_grad(x):
         node = rec.record(_CumprodNode, (x,), t)
@@ -316,7 +317,7 @@ def logcumsumexp(input, dim, *, out=None):
     result = quietly(np.logaddexp.accumulate, data, d) + dt.type(0) if data.ndim else data.copy()
     t = _wrap(np.asarray(result, dt, order="C"))     # contiguous, as torch's
     if out is not None:
-        return rec.finish_out(out, t, "logcumsumexp", x, strict="expected scalar_type %(result)s but found %(out)s")
+        return _out.finish_out(out, t, "logcumsumexp", x, strict="expected scalar_type %(result)s but found %(out)s")
     if rec.needs_grad(x):
         node = rec.record(_LogcumsumexpNode, (x,), t)
         node.dim, node.ndim = d, x._data.ndim

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from cextend._device import DeviceArray
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
 from cextend._ops._layout import compute_stride, restrided, unsqueeze_stride
 from cextend._ops._operands import require_tensor
 from cextend._ops.registry import Sample, method, register

@@ -4,7 +4,8 @@ first descending) and equal values keep their order (stable), as torch's
 CPU sort does; the value gradients go back to the selected indices."""
 import numpy as np
 
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._layout import empty_like_preserve
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import index_scatter, return_types, _evenly_backward
@@ -79,8 +80,8 @@ def _with_out(result, out, name, x):
     """The result written into out=(values, indices), if given."""
     if out is None:
         return result
-    rec.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
-    return rec.write_outs(out, result[0], result[1], name, return_types[name + "_out"])
+    _out.check_out(out[0] if isinstance(out, (tuple, list)) and out else out, name, x)
+    return _out.write_outs(out, result[0], result[1], name, return_types[name + "_out"])
 
 
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
@@ -100,8 +101,8 @@ def msort(input, *, out=None):
     values = sort(input, 0).values
     if out is None:
         return values
-    rec.check_out(out, "msort", input)
-    return rec.write_out(out, values._data, "msort", strict="c_type")
+    _out.check_out(out, "msort", input)
+    return _out.write_out(out, values._data, "msort", strict="c_type")
 
 
 def _sort_samples(rng):
@@ -271,14 +272,14 @@ def _raise_empty(name):
 
 def median(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
-        rec.no_out(out, "median")
+        _out.no_out(out, "median")
         return _median(input, dim, keepdim, "median", ignore_nan=False)
     return _with_out(_median(input, dim, keepdim, "median", ignore_nan=False), out, "median", input)
 
 
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
-        rec.no_out(out, "nanmedian")
+        _out.no_out(out, "nanmedian")
         return _median(input, dim, keepdim, "nanmedian", ignore_nan=True)
     return _with_out(_median(input, dim, keepdim, "nanmedian", ignore_nan=True), out, "nanmedian", input)
 

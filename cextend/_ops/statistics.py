@@ -10,7 +10,8 @@ import numpy as np
 from cextend import _dtype
 from cextend._fpe import quietly
 from cextend.autograd import grad_mode
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._operands import require_tensor
 from cextend._ops.reduction import _contiguous, reduce_dims, _keepdim_shape
 from cextend._ops.registry import Sample, register
@@ -81,7 +82,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise TypeError("prod(): argument 'dim' must be int, not %s" % type(dim).__name__)
     dims = reduce_dims(x, dim)
     if out is not None and dim is None:
-        rec.no_out(out, "prod")
+        _out.no_out(out, "prod")
     if out is not None:
         rt = out_reduction_dtype(out, dtype, "prod")
     else:
@@ -90,8 +91,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     data = x._data.astype(rt) if x._data.dtype != rt else x._data
     result = np.asarray(quietly(lambda: data.prod(axis=dims, keepdims=keepdim)), rt)
     if out is not None:
-        rec.check_out(out, "prod", x)
-        return rec.write_out(out, result, "prod", reads=(x,))
+        _out.check_out(out, "prod", x)
+        return _out.write_out(out, result, "prod", reads=(x,))
     t = _wrap(_contiguous(result))
     if rt.kind == "f":
         _record(_ProdNode if dim is None else _ProdDimNode, x, t, dims, keepdim if dim is not None else False, (),
@@ -175,7 +176,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     data, _ = _var_data(x, dims, corr, count, keepdim)
     t = _wrap(_contiguous(data))
     _record(_VarNode, x, t, dims, keepdim, (rec.save(x),), count=count, correction=corr)
-    return t if out is None else rec.finish_out(out, t, "var", x)
+    return t if out is None else _out.finish_out(out, t, "var", x)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -188,7 +189,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     if rec.needs_grad(x):
         _record(_StdNode, x, t, dims, keepdim, (), count=count, correction=corr)
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.finish_out(out, t, "std", x)
+    return t if out is None else _out.finish_out(out, t, "std", x)
 
 
 def _welford_mean_data(data, dims, keepdim):
@@ -324,7 +325,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if rec.needs_grad(x):
         _record(_NormNode, x, t, dims, keepdim, (), p=float(p))
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.finish_out(out, t, "norm", x, strict="c_type")
+    return t if out is None else _out.finish_out(out, t, "norm", x, strict="c_type")
 
 
 def _norm_samples(rng):
@@ -364,7 +365,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     if rec.needs_grad(x):
         _record(_LogsumexpNode, x, t, dims, keepdim, ())
         t._grad_fn._saved = (rec.save(x), rec.save_output(t))
-    return t if out is None else rec.finish_out(out, t, "logsumexp", x)
+    return t if out is None else _out.finish_out(out, t, "logsumexp", x)
 
 
 register("logsumexp", logsumexp, family="statistics",

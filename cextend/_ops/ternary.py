@@ -3,7 +3,8 @@ kernels are, so the rounding is theirs)."""
 import numpy as np
 
 from cextend._fpe import quietly
-from cextend._ops import _record as rec
+from cextend.autograd import record as rec
+from cextend._ops import _out
 from cextend._ops._layout import torch_layout
 from cextend._ops._operands import as_array, broadcast_shapes, is_tensor, operand, require_operand, require_tensor
 from cextend._ops.arithmetic import check_broadcasts_into
@@ -109,7 +110,7 @@ def lerp(input, end, weight, *, out=None):
     # with a number (or a 0-d weight) it casts where it can
     w = operand(weight)
     strict = "Found dtype %(out)s but expected %(result)s" if is_tensor(w) and w._data.ndim else False
-    return rec.finish_out(out, result, "lerp", input, end, weight, strict=strict)
+    return _out.finish_out(out, result, "lerp", input, end, weight, strict=strict)
 
 
 register("lerp", lerp, inplace=lambda self, end, weight: _lerp(self, end, weight, inplace=True),
@@ -205,12 +206,12 @@ def _integer_value(value, dtype):
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     result = _addc("addcmul", _AddcmulNode, np.multiply, input, tensor1, tensor2, value)
-    return result if out is None else rec.finish_out(out, result, "addcmul", input, tensor1, tensor2)
+    return result if out is None else _out.finish_out(out, result, "addcmul", input, tensor1, tensor2)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     result = _addc("addcdiv", _AddcdivNode, np.true_divide, input, tensor1, tensor2, value)
-    return result if out is None else rec.finish_out(out, result, "addcdiv", input, tensor1, tensor2)
+    return result if out is None else _out.finish_out(out, result, "addcdiv", input, tensor1, tensor2)
 
 
 def _addc_samples(positive=False):
