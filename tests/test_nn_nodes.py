@@ -1,7 +1,9 @@
-"""Convolution, pooling, padding, batch norm and linear as built-in ops.
+"""Convolution, pooling, padding, batch norm, layer norm, linear and the
+masked activations as built-in ops.
 
 They record torch's nodes (ConvolutionBackward0, its convolution_backward
-as ConvolutionBackwardBackward0, ...), in torch's graph shape, and their
+as ConvolutionBackwardBackward0, relu's threshold_backward as
+ThresholdBackwardBackward0, ...), in torch's graph shape, and their
 derivatives of every order run on the C kernels: checked here against
 finite differences (gradcheck of the first- and second-order gradients,
 so third derivatives too) and, where torch is installed, node for node
@@ -65,6 +67,13 @@ def _programs():
             x, lib.tensor(np.linspace(-1, 1, 3)), lib.tensor(np.linspace(0.5, 2, 3)), w, b, training=False)
     yield "linear", (r((5, 4)), r((3, 4)), r(3)), lambda lib, x, w, b: lib.nn.functional.linear(x, w, b)
     yield "linear 3-d", (r((2, 5, 4)), r((3, 4)), r(3)), lambda lib, x, w, b: lib.nn.functional.linear(x, w, b)
+    yield "layer_norm", (r((3, 4)), r(4), r(4)), \
+        lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (4,), w, b)
+    yield "layer_norm over every dim", (r((2, 3)), r((2, 3)), r((2, 3))), \
+        lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (2, 3), w, b)
+    yield "relu", (r((3, 4)),), lambda lib, x: lib.nn.functional.relu(x * 1)
+    yield "leaky_relu", (r((3, 4)),), lambda lib, x: lib.nn.functional.leaky_relu(x, 0.1)
+    yield "hardtanh", (r((3, 4)),), lambda lib, x: lib.nn.functional.hardtanh(x, -0.5, 0.5)
     for mode in ("reflect", "replicate", "circular"):
         for dims in (1, 2):
             shape = (2, 3, 6) if dims == 1 else (2, 3, 5, 6)
@@ -194,7 +203,7 @@ def test_the_nn_entries_name_their_kernels():
 # matmul where torch's composes mm over t()).  Circular padding
 # is torch's own composition, whose slices' double backward torch names
 # SliceBackwardBackward0 and cextend SliceScatterBackward0.
-_COMPOSED_DOUBLE_BACKWARD = ("batch_norm", "linear", "conv1d padding_mode=circular", "conv2d padding_mode=circular")
+_COMPOSED_DOUBLE_BACKWARD = ("linear", "conv1d padding_mode=circular", "conv2d padding_mode=circular")
 
 
 @pytest.mark.parametrize("name, arrays, fn", PROGRAMS, ids=IDS)

@@ -237,7 +237,11 @@ def _leaky_backward(node, g, saved):
                            "with a negative slope, please call out-of-place version instead. File an "
                            "issue at https://github.com/pytorch/pytorch if you do require supporting "
                            "in-place leakRelu backward calculation with negative slope")
-    return rec.reads_through("LeakyReluBackwardBackward", where(saved > 0, g, g * slope), saved)
+    return rec.masked_backward(_LeakyReluBackwardBackward, g, saved,
+                               lambda g, s: np.where(s > 0, g, g * g.dtype.type(slope)))
+
+
+_LeakyReluBackwardBackward = rec.masked_backward_node("LeakyReluBackwardBackward0")
 
 
 _LEAKY = Activation("leaky_relu", "leaky_relu_cpu", _leaky_compute, _leaky_backward,
@@ -469,8 +473,12 @@ def _hardtanh_compute(a, min_val, max_val):
 
 
 def _hardtanh_backward(node, g, saved):
-    outside = (saved <= node.params["min_val"]).logical_or(saved >= node.params["max_val"])
-    return rec.reads_through("HardtanhBackwardBackward", where(outside, 0.0, g), saved)
+    low, high = node.params["min_val"], node.params["max_val"]
+    return rec.masked_backward(_HardtanhBackwardBackward, g, saved,
+                               lambda g, s: np.where((s <= low) | (s >= high), g.dtype.type(0), g))
+
+
+_HardtanhBackwardBackward = rec.masked_backward_node("HardtanhBackwardBackward0")
 
 
 _HARDTANH = Activation("hardtanh", "hardtanh_cpu", _hardtanh_compute, _hardtanh_backward,

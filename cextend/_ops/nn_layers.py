@@ -29,44 +29,66 @@ _wrap = _new_tensor     # a Tensor around an array (module-level: no import per 
 # -- layer_norm ----------------------------------------------------------------------------------
 
 def _layer_norm_backward(node, g, x, weight, bias):
-    dims = node.dims
-    if grad_mode.is_grad_enabled():
-        # A graph of this backward is being built: recompute the statistics
-        # from x with Tensor ops, so that they differentiate too.
-        centered = x - x.mean(dims, keepdim=True)
-        rstd = ((centered * centered).mean(dims, keepdim=True) + node.eps).rsqrt()
-        xhat = centered * rstd
-    else:
-        rstd = _wrap(node.rstd)
-        xhat = (x - _wrap(node.mean)) * rstd
+    return native_layer_norm_backward(g, x, weight, bias, node.stats, (node.needs(0), node.needs(1), node.needs(2)))
+
+
+class LayerNormStats:
+    """What layer_norm's nodes keep besides tensors: the normalized dims, eps,
+    and the mean and 1/std the forward normalised with."""
+
+    __slots__ = ("dims", "eps", "mean", "rstd")
+
+    def __init__(self, dims, eps, mean, rstd):
+        self.dims, self.eps, self.mean, self.rstd = dims, eps, mean, rstd
+
+
+def native_layer_norm_backward(g, x, weight, bias, stats, mask):
+    """(dx, dw, db) of layer_norm for the incoming gradient g, None where
+    mask says not wanted; recorded under create_graph as torch's one
+    NativeLayerNormBackwardBackward0 of (grad, input, mean, rstd, weight, bias)."""
+    dims = stats.dims
     batch = tuple(range(x.dim() - len(dims)))
+    recording = rec.needs_grad(g, x, weight, bias)
     grad_x = grad_w = grad_b = None
-    if node.needs(0) and not grad_mode.is_grad_enabled():
-        grad_x = _wrap(quietly(_layer_norm_input_grad, g._data, x._data, None if weight is None else weight._data,
-                               node.mean, node.rstd, dims))
-    elif node.needs(0):
-        # the kernel's formula (see _layer_norm_input_grad) in Tensor ops, so
-        # it differentiates and rounds as torch's (a sum's gradient is 0 there)
-        gw = g * weight if weight is not None else g
-        mean = x.mean(dims, keepdim=True)
-        count = int(np.prod([x.shape[d] for d in dims]))
-        scale = 1.0 / count if count else 0.0
-        ds = (gw * x).sum(dims, keepdim=True)
-        db = gw.sum(dims, keepdim=True)
-        b = (db * mean - ds) * rstd * rstd * rstd * scale
-        c = -b * mean - db * rstd * scale
-        grad_x = rstd * gw + b * x + c
-    if weight is not None and node.needs(1):
-        grad_w = (g * xhat).sum(batch) if batch else g * xhat
-    if bias is not None and node.needs(2):
-        grad_b = g.sum(batch) if batch else g
-    if grad_mode.is_grad_enabled():
-        # torch's native_layer_norm_backward is one recorded op of (grad, input,
-        # weight, bias): each gradient requires grad through all of them
-        grad_x, grad_w, grad_b = (None if r is None else rec.reads_through(
-            "NativeLayerNormBackwardBackward", r, x, weight, bias, zero_derivative=False)
-            for r in (grad_x, grad_w, grad_b))
-    return grad_x, grad_w, grad_b
+    with grad_mode.no_grad():
+        if mask[0]:
+            grad_x = _wrap(quietly(_layer_norm_input_grad, g._data, x._data,
+                                   None if weight is None else weight._data, stats.mean, stats.rstd, dims))
+        if weight is not None and mask[1]:
+            xhat = (x - _wrap(stats.mean)) * _wrap(stats.rstd)
+            grad_w = (g * xhat).sum(batch) if batch else g * xhat
+        if bias is not None and mask[2]:
+            grad_b = g.sum(batch) if batch else (g.clone() if recording else g)
+    grads = (grad_x, grad_w, grad_b)
+    if recording:
+        node = rec.record(NativeLayerNormBackwardBackward0, (g, x, None, None, weight, bias), grads)
+        node.stats = stats
+        node._saved = (rec.save(g), rec.save(x), None, None, rec.save(weight), rec.save(bias))
+    return grads
+
+
+class NativeLayerNormBackwardBackward0(rec.FormulaNode):
+    differentiable = (0, 1, 4, 5)       # grad, input, weight, bias
+
+    def formulas(self, mask, g, x, mean, rstd, weight, bias):
+        """The kernels' formulas in Tensor ops, the statistics recomputed from x."""
+        dims, eps = self.stats.dims, self.stats.eps
+        batch = tuple(range(x.dim() - len(dims)))
+        centered = x - x.mean(dims, keepdim=True)
+        rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+        grad_x = grad_w = grad_b = None
+        if mask[0]:
+            gw = g * weight if weight is not None else g
+            count = int(np.prod([x.shape[d] for d in dims]))
+            scale = 1.0 / count if count else 0.0
+            ds = (gw * centered).sum(dims, keepdim=True)
+            grad_x = rstd * gw - (ds * rstd * rstd * centered + gw.sum(dims, keepdim=True)) * rstd * scale
+        if weight is not None and mask[1]:
+            xhat = centered * rstd
+            grad_w = (g * xhat).sum(batch) if batch else g * xhat
+        if bias is not None and mask[2]:
+            grad_b = g.sum(batch) if batch else g.clone()
+        return grad_x, grad_w, grad_b
 
 
 _LayerNormNode = rec.node_class("NativeLayerNormBackward", _layer_norm_backward)
@@ -140,8 +162,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     result = _wrap(np.asarray(out, data.dtype, order="C"))       # torch's kernel writes a contiguous output
     if rec.needs_grad(x, weight, bias):
         node = rec.record(_LayerNormNode, (x, weight, bias), result)
-        node.dims, node.eps = dims, eps
-        node.mean, node.rstd = mean.astype(data.dtype), rstd.astype(data.dtype)
+        node.stats = LayerNormStats(dims, eps, mean.astype(data.dtype), rstd.astype(data.dtype))
         node._saved = (rec.save(x), rec.save(weight), rec.save(bias))
     return result
 

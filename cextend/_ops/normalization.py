@@ -2,15 +2,15 @@
 
 Training normalises with the batch statistics and, in the same C call,
 updates the running stats in place; evaluation uses the running stats.
-NativeBatchNormBackward0 runs the C backward kernel; under create_graph
-its formula is written in Tensor ops (the kernel's formulas), so it
-differentiates.
+NativeBatchNormBackward0's formula is native_batch_norm_backward, on the
+C backward kernel, recorded under create_graph as torch's one
+NativeBatchNormBackwardBackward0 node, a FormulaNode: its derivative is
+that of the kernel's formulas written in Tensor ops.
 """
 import numpy as np
 
 from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
-from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.ops import _checks
 from cextend.ops import batchnorm as _cpu_batchnorm
 from cextend.tensor import Tensor, _wrap
@@ -47,8 +47,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     result = _wrap(y)
     if rec.needs_grad(input, weight, bias):
         node = rec.record(NativeBatchNormBackward0, (input, weight, bias), result)
-        node.training, node.eps = bool(training), eps
-        node.save_mean, node.save_invstd = save_mean, save_invstd
+        node.state = BatchNormState(bool(training), eps, save_mean, save_invstd)
         # torch's kernel updates the running stats without bumping their
         # version (a module can run twice before one backward), and its node
         # saves them: a later in-place change to them makes backward raise
@@ -58,16 +57,44 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return result
 
 
+class BatchNormState:
+    """What batch norm's nodes keep besides tensors: the mode, eps and the
+    statistics it normalised with (the batch's, or the running stats)."""
+
+    __slots__ = ("training", "eps", "save_mean", "save_invstd")
+
+    def __init__(self, training, eps, save_mean, save_invstd):
+        self.training, self.eps, self.save_mean, self.save_invstd = training, eps, save_mean, save_invstd
+
+
 class NativeBatchNormBackward0(rec.BuiltinNode):
     def backward(self, grad, input, weight, running_mean, running_var):
-        need_x, need_w, need_b = self.needs(0), self.needs(1), self.needs(2)
-        if is_grad_enabled():
-            return _differentiable_backward(self, grad, input, weight, need_x, need_w, need_b)
-        kernels = BATCH_NORM.on(grad=grad, input=input, weight=weight)
-        dx, dw, db = kernels.batch_norm_backward(
-            grad._data, input._data, None if weight is None else weight._data, self.save_mean, self.save_invstd,
-            training=self.training, input=need_x, weight=need_w and weight is not None, bias=need_b)
-        return tuple(None if g is None else _wrap(g) for g in (dx, dw, db))
+        return native_batch_norm_backward(grad, input, weight, running_mean, running_var, self.state,
+                                          (self.needs(0), self.needs(1), self.needs(2)))
+
+
+def native_batch_norm_backward(grad, input, weight, running_mean, running_var, state, mask):
+    """(dx, dw, db) from the C kernel, None where mask says not wanted;
+    recorded under create_graph as torch's one NativeBatchNormBackwardBackward0
+    of (grad, input, weight, running_mean, running_var)."""
+    kernels = BATCH_NORM.on(grad=grad, input=input, weight=weight)
+    need_x, need_w, need_b = mask
+    dx, dw, db = kernels.batch_norm_backward(
+        grad._data, input._data, None if weight is None else weight._data, state.save_mean, state.save_invstd,
+        training=state.training, input=need_x, weight=need_w and weight is not None, bias=need_b)
+    grads = tuple(None if g is None else _wrap(g) for g in (dx, dw, db))
+    if rec.needs_grad(grad, input, weight):
+        node = rec.record(NativeBatchNormBackwardBackward0, (grad, input, weight, running_mean, running_var), grads)
+        node.state = state
+        node._saved = (rec.save(grad), rec.save(input), None if weight is None else rec.save(weight), None, None)
+    return grads
+
+
+class NativeBatchNormBackwardBackward0(rec.FormulaNode):
+    differentiable = (0, 1, 2)      # grad, input, weight; the running stats are constants
+
+    def formulas(self, mask, grad, input, weight, running_mean, running_var):
+        return _formulas(self.state, grad, input, weight, mask)
 
 
 def _torch_folds(x, *per_channel):
@@ -89,34 +116,27 @@ def _unfolded(x, w, b, mean, invstd):
         return ((x - per_channel(mean, 0)) * per_channel(invstd, 1)) * per_channel(w, 1) + per_channel(b, 0)
 
 
-def _differentiable_backward(node, g, input, weight, need_x, need_w, need_b):
-    """The kernel's formulas in Tensor ops (recorded for double backward).
-    Training: the statistics are recomputed from input, so they differentiate;
-    evaluation: they are the running stats, constants."""
+def _formulas(state, g, input, weight, mask):
+    """The C backward kernel's formulas in Tensor ops, (dx, dw, db) where
+    mask asks.  Training: the statistics are recomputed from input, so they
+    differentiate; evaluation: they are the running stats, constants."""
+    need_x, need_w, need_b = mask
     axes = (0,) + tuple(range(2, input.dim()))
     shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
-    if node.training:
+    if state.training:
         centred = input - input.mean(axes, keepdim=True)
-        invstd = 1.0 / ((centred * centred).mean(axes, keepdim=True) + node.eps).sqrt()
+        invstd = 1.0 / ((centred * centred).mean(axes, keepdim=True) + state.eps).sqrt()
         xhat = centred * invstd
     else:
-        invstd = _wrap(node.save_invstd.reshape(shape))
-        xhat = (input - _wrap(node.save_mean.reshape(shape))) * invstd
-    grad_weight = (g * xhat).sum(axes) if need_w else None
-    # (torch's double-backward node reads the input for every gradient it
-    # returns: the bias's requires grad through it too, but its formula gives
-    # the input no gradient from it: .grad stays None, not zeros)
-    grad_bias = rec.reads_through("NativeBatchNormBackwardBackward", g.sum(axes), input,
-                                  zero_derivative=False) if need_b else None
+        invstd = _wrap(state.save_invstd.reshape(shape))
+        xhat = (input - _wrap(state.save_mean.reshape(shape))) * invstd
+    grad_weight = (g * xhat).sum(axes) if need_w and weight is not None else None
+    grad_bias = g.sum(axes) if need_b else None
     grad_input = None
     if need_x:
         scale = invstd if weight is None else weight.reshape(shape) * invstd
-        if node.training:
+        if state.training:
             grad_input = scale * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
         else:
-            # torch's double-backward node reads the input too: the gradient
-            # requires grad through it, though in evaluation the formula gives
-            # the input no gradient (None, not zeros)
-            grad_input = rec.reads_through("NativeBatchNormBackwardBackward", scale * g, input,
-                                           zero_derivative=False)
+            grad_input = scale * g
     return grad_input, grad_weight, grad_bias

@@ -318,10 +318,15 @@ register("round", round_, inplace=lambda self, decimals=0: (
 def _relu_backward(node, g, result):
     if type(result._data) is DeviceArray:
         return g * _device_relu_mask(result._data)
-    if not _grad_state.enabled and type(g._data) is np.ndarray:
-        # threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)
-        return _wrap(np.where(result._data <= 0, g._data.dtype.type(0), g._data))
-    return rec.reads_through("ThresholdBackwardBackward", g.masked_fill(result <= 0, 0), result)
+    return rec.masked_backward(_ThresholdBackwardBackward, g, result, _threshold_backward)
+
+
+def _threshold_backward(g, result):
+    """torch's threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)."""
+    return np.where(result <= 0, g.dtype.type(0), g)
+
+
+_ThresholdBackwardBackward = rec.masked_backward_node("ThresholdBackwardBackward0")
 
 
 def _device_relu_mask(result):

@@ -12,7 +12,8 @@ import numpy as np
 from cextend._overlap import check_no_partial
 from cextend._promotion import _torch_name, check_inplace_cast
 from cextend.autograd import views
-from cextend.autograd.grad_mode import _state as _grad_state
+from cextend.autograd.engine import grad as autograd_grad
+from cextend.autograd.grad_mode import _state as _grad_state, enable_grad
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
 from cextend.tensor import _wrap
 
@@ -117,48 +118,69 @@ def zeros_grad(g):
     return _wrap(np.zeros(g._data.shape, g._data.dtype))
 
 
-def _reads_backward(node, g, *saved):
-    grads = [g if node.needs(0) else None]
-    for i, (shape, dtype) in enumerate(node.read_specs, 1):
-        grads.append(_wrap(np.zeros(shape, dtype)) if node.needs(i) and node.zero_derivative else None)
-    return tuple(grads)
+# -- backward ops: torch's *_backward functions, recorded under create_graph ----------
+
+class FormulaNode(BuiltinNode):
+    """A backward op (convolution_backward's kin) recorded as torch's one
+    *BackwardBackward0 node, computed by a kernel, whose derivative is that
+    of the same backward written in Tensor ops: `formulas(mask, *inputs)`
+    gives its outputs (None where mask says not wanted), and the node's
+    gradient is their vector-Jacobian product with the incoming gradients,
+    taken by a nested autograd.grad.  Under create_graph the formulas run
+    on the saved tensors themselves, so the result differentiates again.
+    The node's saved values are its inputs, positionally (None where an
+    input is a constant of the formulas)."""
+
+    multi_output = True
+    differentiable = ()         # the inputs the formulas differentiate
+
+    def formulas(self, mask, *inputs):
+        raise NotImplementedError
+
+    def backward(self, grads, *inputs):
+        result = [None] * len(self.next_functions)
+        wanted = [i for i in self.differentiable if self.needs(i)]
+        if not wanted:
+            return tuple(result)
+        outer = _grad_state.enabled
+        with enable_grad():
+            leaves = [t if t is None or (outer and t.requires_grad) else t.detach().requires_grad_()
+                      for t in inputs]
+            outputs = self.formulas([g is not None for g in grads], *leaves)
+        pairs = [(out, g) for out, g in zip(outputs, grads) if g is not None and out is not None]
+        if pairs:
+            found = autograd_grad([out for out, _ in pairs], [leaves[i] for i in wanted],
+                                  grad_outputs=[g for _, g in pairs], create_graph=outer, allow_unused=True)
+            for i, g in zip(wanted, found):
+                result[i] = g
+        return tuple(result)
 
 
-def reads_through(name, grad_input, *read, zero_derivative=True):
-    """grad_input, made to depend on the tensors a backward formula reads.
+class MaskedBackwardNode(BuiltinNode):
+    """threshold_backward and kin recorded under create_graph
+    (ThresholdBackwardBackward0, ...): the gradient scaled elementwise by a
+    function of a saved tensor (`scale(grad, saved)`, on arrays), linear in
+    the gradient; the saved tensor gets zeros (torch's zeros_like(self))."""
 
-    Under create_graph torch records its backward formulas as ops: where a
-    formula written here in Tensor ops reads self or the result through a
-    mask (threshold_backward, hardtanh_backward, ...), torch's gradient
-    requires grad through them with a zero derivative.  Ours compute the
-    mask as a constant; this adds the dependency back, so .grad's
-    requires_grad and a later backward's zero .grad match torch's.
-    zero_derivative=False: torch's formula gives no gradient at all
-    (native_layer_norm_backward's), so none is accumulated.  torch's node
-    saves what it read (freed after a backward, checked against in-place
-    changes), and so does this one.
-    """
-    if not _grad_state.enabled:
-        return grad_input
-    read = [x for x in read if getattr(x, "_data", None) is not None and x.requires_grad]
-    if not read:
-        return grad_input
-    out = _wrap(grad_input._data)
-    node = record(_reads_node(name), (grad_input,) + tuple(read), out)
-    node.read_specs = [(x._data.shape, x._data.dtype) for x in read]
-    node.zero_derivative = zero_derivative
-    node._saved = tuple(save(x) for x in read)
+    def backward(self, gg, saved):
+        return (masked_backward(type(self), gg, saved, self.scale) if self.needs(0) else None,
+                _wrap(np.zeros(saved._data.shape, saved._data.dtype)) if self.needs(1) else None)
+
+
+def masked_backward(node_cls, grad, saved, scale):
+    """scale(grad, saved) as a recorded op of (grad, saved): node_cls, a
+    MaskedBackwardNode, under create_graph."""
+    out = _wrap(scale(grad._data, saved._data))
+    if needs_grad(grad, saved):
+        node = record(node_cls, (grad, saved), out)
+        node.scale = scale
+        node._saved = (save(saved),)
     return out
 
 
-_READS_NODES = {}
-
-
-def _reads_node(name):
-    if name not in _READS_NODES:
-        _READS_NODES[name] = type(torch_node_name(name), (BuiltinNode,),
-                                  {"backward": _reads_backward, "__module__": __name__})
-    return _READS_NODES[name]
+def masked_backward_node(name):
+    """The MaskedBackwardNode class named name (ThresholdBackwardBackward0)."""
+    return type(name, (MaskedBackwardNode,), {"__module__": __name__})
 
 
 def not_implemented(name, message, error=RuntimeError, whole_node=False):
