@@ -90,3 +90,25 @@ def copy_sources(relative, dest):
     """A copy of ROOT/relative (e.g. examples/script) without build products."""
     shutil.copytree(os.path.join(ROOT, relative), str(dest), ignore=BUILD_PRODUCTS)
     return dest
+
+
+# The input layouts the gradient tests run on: contiguous, transposed (a
+# permuted view of a contiguous array) and sliced (every other element of a
+# wider array), as tests/test_op_table.py does for the op table's entries.
+GRAD_LAYOUTS = ("contiguous", "transposed", "sliced")
+
+
+def _layout_array(rng, shape, layout):
+    shape = tuple(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        return np.ascontiguousarray(rng.standard_normal(shape[::-1])).transpose()
+    if layout == "sliced" and len(shape) >= 1:
+        return rng.standard_normal(shape[:-1] + (2 * shape[-1],))[..., ::2]
+    return rng.standard_normal(shape)
+
+
+def grad_inputs(shapes, layout="contiguous", seed=0):
+    """float64 leaf tensors that require grad, one per shape, in `layout`."""
+    import cextend as cx
+    rng = np.random.default_rng(seed)
+    return tuple(cx.from_numpy(_layout_array(rng, s, layout)).requires_grad_() for s in shapes)

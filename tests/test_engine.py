@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import cextend as cx
-from cextend.autograd import Function, grad, gradcheck, once_differentiable
+from cextend.autograd import Function, grad, gradcheck, gradgradcheck, once_differentiable
+from helpers import GRAD_LAYOUTS, grad_inputs
 
 
 def leaf(*shape, seed=0):
@@ -397,7 +398,6 @@ def test_saved_tensors_are_the_tensors_themselves():
 
     x, y = leaf(3), leaf(3, seed=1)
     assert gradcheck(Save.apply, (x, y))
-    from cextend.autograd import gradgradcheck
     assert gradgradcheck(Save.apply, (x, y))
 
 
@@ -446,3 +446,28 @@ def test_grad_fn_repr_and_tensor_repr():
     assert repr(y.grad_fn) == "<ScaleBackward>"
     assert repr(y) == "tensor([2.], grad_fn=<ScaleBackward>)"
     assert repr(cx.tensor([1.5], requires_grad=True)) == "tensor([1.5000], requires_grad=True)"
+
+
+def _positive(t):
+    return t * t + 1
+
+
+# In-place ops on a non-leaf (the engine rebases the graph onto the
+# modified tensor) and one tensor used twice by one op (its gradients
+# accumulate): name -> (function of the inputs, input shapes).  The op
+# table's in-place test compares values only; these check the gradients.
+REBASED = {
+    "iadd": (lambda a, b: (a * 1).add_(b), [(3, 4), (4,)]),
+    "isub": (lambda a, b: (a * 1).sub_(b), [(3, 4), (3, 4)]),
+    "imul": (lambda a, b: (a * 1).mul_(b), [(3, 4), (3, 4)]),
+    "idiv": (lambda a, b: (a * 1).div_(_positive(b)), [(3, 4), (3, 4)]),
+    "mul_self": (lambda a: a * a, [(4, 3)]),
+}
+REBASED_CASES = [(name, layout) for name in REBASED for layout in GRAD_LAYOUTS]
+
+
+@pytest.mark.parametrize("name,layout", REBASED_CASES, ids=["%s-%s" % c for c in REBASED_CASES])
+def test_inplace_on_a_non_leaf_and_a_repeated_input_gradcheck(name, layout):
+    fn, shapes = REBASED[name]
+    assert gradcheck(fn, grad_inputs(shapes, layout))
+    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))

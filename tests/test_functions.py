@@ -6,7 +6,7 @@ import cextend as cx
 from cextend import ops
 from cextend.autograd import grad, gradcheck, gradgradcheck
 from cextend.functions import Add, GlobalMaxPool, LinearFunction, MulConstant
-from helpers import assert_product_close
+from helpers import GRAD_LAYOUTS, assert_product_close, grad_inputs
 
 
 @pytest.mark.parametrize("dtype", [cx.float32, cx.float64])
@@ -102,3 +102,23 @@ def test_c_functions_reject_non_tensors_by_name():
         LinearFunction.apply(np.ones((2, 2)), cx.ones(2, 2))
     with pytest.raises(TypeError, match="input must be a cextend Tensor"):
         GlobalMaxPool.apply([1.0])
+
+
+# The extension-ffi example Functions on every input layout:
+# name -> (function of the inputs, input shapes).
+C_FUNCTIONS = {
+    "linear": (lambda x, w, b: LinearFunction.apply(x, w, b), [(5, 4), (3, 4), (3,)]),
+    "linear_no_bias": (lambda x, w: LinearFunction.apply(x, w), [(5, 4), (3, 4)]),
+    "linear_batched": (lambda x, w, b: LinearFunction.apply(x, w, b), [(2, 3, 4), (3, 4), (3,)]),
+    "mul_constant": (lambda a: MulConstant.apply(a, 2.5), [(3, 4)]),
+    "add": (lambda a, b: Add.apply(a, b), [(3, 4), (3, 4)]),
+    "global_max_pool": (lambda a: GlobalMaxPool.apply(a)[0], [(2, 3, 3, 4)]),
+}
+C_FUNCTION_CASES = [(name, layout) for name in C_FUNCTIONS for layout in GRAD_LAYOUTS]
+
+
+@pytest.mark.parametrize("name,layout", C_FUNCTION_CASES, ids=["%s-%s" % c for c in C_FUNCTION_CASES])
+def test_c_functions_gradcheck_and_gradgradcheck_on_every_layout(name, layout):
+    fn, shapes = C_FUNCTIONS[name]
+    assert gradcheck(fn, grad_inputs(shapes, layout))
+    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))

@@ -1,8 +1,12 @@
-"""The Tensor surface: construction, dtype rules, views, conversions."""
+"""The Tensor surface: construction, dtype rules, views, conversions, and
+the gradients of its spellings that are not op-table entries (indexing,
+setitem, T, contiguous, expand_as, reflected operators)."""
 import numpy as np
 import pytest
 
 import cextend as cx
+from cextend.autograd import gradcheck, gradgradcheck
+from helpers import GRAD_LAYOUTS, grad_inputs
 
 
 def test_default_dtype_is_float32_like_torch():
@@ -192,3 +196,37 @@ def test_torch_style_module_functions():
     x = cx.tensor([[1.0, -2.0]])
     np.testing.assert_array_equal(cx.relu(x).numpy(), [[1, 0]])
     assert cx.sum(x).item() == -1 and cx.t(x).shape == (2, 1)
+
+
+def _setitem(a, b):
+    out = a * 1
+    out[1] = b
+    return out
+
+
+_ROWS = np.array([0, 2, 2])
+
+# Tensor spellings that are not entries of the op table (indexing, the T
+# property, contiguous, expand_as, the reflected Python-number operators):
+# name -> (function of the inputs, input shapes).  The table's ops are
+# gradchecked from their own samples in tests/test_op_table.py.
+SPELLINGS = {
+    "index_int": (lambda a: a[1], [(3, 4)]),
+    "index_slice": (lambda a: a[:, 1:3], [(3, 4)]),
+    "index_rows_repeated": (lambda a: a[cx.from_numpy(_ROWS)], [(3, 4)]),
+    "index_ellipsis_none": (lambda a: a[..., None, 1], [(3, 4)]),
+    "setitem": (_setitem, [(3, 4), (4,)]),
+    "T": (lambda a: a.T * 1, [(2, 3, 4)]),
+    "contiguous": (lambda a: a.contiguous() * 1, [(3, 4)]),
+    "expand_as": (lambda a, b: a.expand_as(b) * b, [(1, 4), (3, 4)]),
+    "radd_scalar": (lambda a: 2.5 + a + 1, [(3, 4)]),
+    "rtruediv_scalar": (lambda a: 2.0 / (a * a + 1), [(3, 2)]),
+}
+SPELLING_CASES = [(name, layout) for name in SPELLINGS for layout in GRAD_LAYOUTS]
+
+
+@pytest.mark.parametrize("name,layout", SPELLING_CASES, ids=["%s-%s" % c for c in SPELLING_CASES])
+def test_indexing_and_spellings_outside_the_op_table_gradcheck(name, layout):
+    fn, shapes = SPELLINGS[name]
+    assert gradcheck(fn, grad_inputs(shapes, layout))
+    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))

@@ -334,8 +334,8 @@ def _max_or_min(is_max, name):
 
 reduce_max = _max_or_min(True, "max")
 reduce_min = _max_or_min(False, "min")
-register("max", reduce_max, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
-register("min", reduce_min, samples=S.reduction(dims=False), family="reduction", integer_inputs=True)
+register("max", reduce_max, samples=S.reduction(multi_dim=False), family="reduction", integer_inputs=True)
+register("min", reduce_min, samples=S.reduction(multi_dim=False), family="reduction", integer_inputs=True)
 
 
 def _amax_or_amin(is_max, name):

@@ -68,6 +68,8 @@ def pow_samples():
         yield Sample(rng.uniform(0.5, 2.0, (3, 4)), rng.uniform(-2, 2, (3, 4)))
         yield Sample(rng.uniform(0.5, 2.0, (3, 1)), rng.uniform(-2, 2, (4,)))
         yield Sample(rng.uniform(0.5, 2.0, ()), rng.uniform(-2, 2, (2, 3)))
+        yield Sample(rng.uniform(-2.0, 2.0, (3, 4)), 3, note="negative base, integer exponent")
+        yield Sample(2.0, rng.uniform(-2, 2, (3, 4)), note="Python-number base (2.0 ** x)")
     return samples
 
 
@@ -104,6 +106,8 @@ def reduction(dims=True, positive=False, keepdim=True, multi_dim=True):
             if multi_dim:
                 yield Sample(rng.uniform(low, high, (2, 3, 4)), (0, 2))
             yield Sample(rng.uniform(low, high, (0, 3)), 1, note="empty")
+            if keepdim and multi_dim:
+                yield Sample(rng.uniform(low, high, (2, 3, 4)), (0, 2), keepdim=True)
     return samples
 
 
