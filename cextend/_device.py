@@ -322,6 +322,16 @@ def _may_share_memory(a, b, max_work=None):
     return isinstance(a, DeviceArray) and isinstance(b, DeviceArray) and a.buffer is b.buffer
 
 
+def _copyto(dst, src, casting="same_kind", where=True):
+    """np.copyto across devices: onto the device, or down to a host array."""
+    if where is not True:
+        raise _unsupported("numpy.copyto with where=")
+    if isinstance(dst, DeviceArray):
+        dst[...] = src
+    else:
+        np.copyto(dst, src.to_host(), casting=casting)
+
+
 def _zeros_like(a, dtype=None):
     out = DeviceArray(a.shape, dtype or a.dtype)
     out[...] = 0
@@ -330,7 +340,7 @@ def _zeros_like(a, dtype=None):
 
 _FUNCTIONS = {np.reshape: _reshape, np.expand_dims: _expand_dims, np.squeeze: _squeeze,
               np.may_share_memory: _may_share_memory, np.shares_memory: _may_share_memory,
-              np.zeros_like: _zeros_like, np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims)}
+              np.zeros_like: _zeros_like, np.copyto: _copyto, np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims)}
 
 
 def empty_like(shape, dtype, like):

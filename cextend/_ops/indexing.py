@@ -22,7 +22,6 @@ from cextend._ops.registry import method
 from cextend._ops.shape import _SelectNode, _SliceNode, _slice_view
 from cextend.autograd.graph import SavedTensor
 from cextend.tensor import _wrap
-from cextend._device import DeviceArray as D
 from cextend._promotion import _torch_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
@@ -281,9 +280,7 @@ def copy_into(self, src, expanded_ok=False, node_cls=_CopyNode):
         recording = rec.prepare_inplace(self, (src,), check_overlap=not same, differentiable=differentiable)
     node = rec.connect(node_cls(), (self, src)) if recording else None
     source = src._data
-    if type(self._data) is DeviceArray or type(source) is DeviceArray:
-        _device_copy(self, source)
-    elif expanded_ok and 0 in self._data.strides:
+    if expanded_ok and 0 in self._data.strides:
         _write_changed(self._data, source)
     else:
         np.copyto(self._data, source, casting="unsafe")
@@ -336,15 +333,6 @@ def _same_elements(a, b):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
-def _device_copy(self, source):
-    if type(self._data) is not type(source):
-        source = D.from_host(np.asarray(source)) if type(self._data) is D else source.to_host()
-        if type(self._data) is not D:
-            np.copyto(self._data, source, casting="unsafe")
-            return
-    self._data[...] = source
-
-
 method("copy_", copy_)
 
 
@@ -369,10 +357,7 @@ def fill_(self, value):
     recording = rec.prepare_inplace(self, (value,), check_overlap=False)
     node = rec.connect(_FillNode(), (self, value)) if recording else None
     fill = value._data if is_tensor(value) else checked_scalar(value, self._data.dtype)
-    if type(self._data) is DeviceArray:
-        self._data[...] = float(np.asarray(fill)) if not isinstance(fill, DeviceArray) else fill
-    else:
-        self._data[...] = fill
+    self._data[...] = fill
     return rec.finish_inplace(self, node)
 
 

@@ -20,7 +20,6 @@ from cextend.autograd.grad_mode import is_grad_enabled
 from cextend.tensor import _wrap
 from cextend._promotion import _torch_name as name
 from cextend.tensor import _dim
-from cextend._device import _unsupported
 
 
 
@@ -261,8 +260,6 @@ def _extreme_all(x, is_max, name, node_cls, dims=None, keepdim=False):
             raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument." % name)
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (name, all_dims[0]))
-    if type(data) is DeviceArray:
-        raise _unsupported(name)
     reducer = np.max if is_max else np.min
     result = np.asarray(reducer(data, axis=all_dims, keepdims=keepdim))
     out = _wrap(_contiguous(result))

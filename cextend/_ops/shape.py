@@ -221,11 +221,13 @@ def transpose(input, dim0, dim1):
     d0, d1 = _dim(dim0, n), _dim(dim1, n)
     if n == 0:
         return _alias(x, _TransposeNode)
-    data = np.swapaxes(x._data, d0, d1) if type(x._data) is not DeviceArray else _device_only("transpose")
-    return _view(x, data, lambda t: t.transpose(d0, d1), _TransposeNode, dims=(d0, d1))
+    # (a device array has no strided views: numpy's protocol refuses swapaxes there)
+    return _view(x, np.swapaxes(x._data, d0, d1), lambda t: t.transpose(d0, d1), _TransposeNode, dims=(d0, d1))
 
 
 def _device_only(what):
+    """A device array has no strided views, and numpy's as_strided, which
+    these ops build theirs with, would silently copy one to the host."""
     raise _unsupported(what)
 
 
@@ -241,8 +243,7 @@ def t(input):
         raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD" % x._data.ndim)
     if x._data.ndim < 2:
         return _alias(x, _TNode)
-    return _view(x, np.swapaxes(x._data, 0, 1) if type(x._data) is not DeviceArray else _device_only("t"),
-                 lambda v: v.t(), _TNode, dims=(0, 1))
+    return _view(x, np.swapaxes(x._data, 0, 1), lambda v: v.t(), _TNode, dims=(0, 1))
 
 
 register("t", t, samples=lambda rng: iter([Sample(rng.standard_normal((3, 4))),
@@ -267,8 +268,6 @@ def permute(input, *dims):
     normalized = tuple(_dim(d, n) for d in dims)
     if sorted(normalized) != list(range(n)):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    if type(x._data) is DeviceArray:
-        _device_only("permute")
     inverse = tuple(int(i) for i in np.argsort(normalized))
     return _view(x, np.transpose(x._data, normalized), lambda t: t.permute(*normalized), _PermuteNode,
                  inverse=inverse)
