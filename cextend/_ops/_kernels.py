@@ -1,9 +1,10 @@
 """An op's kernels per device, and the one question an op asks about devices.
 
 An nn op's table entry names its kernels as `Kernels(op, cpu=..., cuda=...)`:
-each value is a namespace (a module) of numpy-level functions on that
-device's arrays.  The op body asks `KERNELS.on(input=x, weight=w)` for the
-namespace its operands' device gives; it never tests a device itself.
+each value is a namespace (a module, or a class of static methods) of
+array-level functions on that device's arrays.  The op body asks
+`KERNELS.on(input=x, weight=w)` (Tensors) or `KERNELS.of(a, b)` (arrays)
+for the namespace its operands' device gives; it never tests a device itself.
 Operands on two devices, or a device with no kernels, raise naming them.
 """
 from cextend._device import DeviceArray
@@ -33,6 +34,16 @@ class Kernels:
             name = next(n for n, d in devices.items() if d == device)
             raise RuntimeError("%s has no %s kernel: %s is on %s; move the operands with .cpu()"
                                % (self.op, device.upper(), name, operands[name].device))
+        return kernels
+
+    def of(self, *arrays):
+        """The kernels for arrays (numpy or device) on one device."""
+        devices = {"cuda" if type(a) is DeviceArray else "cpu" for a in arrays if a is not None}
+        if len(devices) > 1:
+            raise RuntimeError("%s: expected all operands on one device, got cpu and cuda:0" % self.op)
+        kernels = self.per_device[devices.pop() if devices else "cpu"]
+        if kernels is None:
+            raise RuntimeError("%s has no CUDA kernel; move the operands with .cpu()" % self.op)
         return kernels
 
     def __repr__(self):

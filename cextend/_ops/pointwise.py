@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from cextend import _backend
-from cextend._device import DeviceArray
 from cextend._fpe import quietly
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
@@ -23,7 +22,8 @@ from cextend._ops._operands import as_array, is_tensor, require_tensor, scalar_v
 from cextend._ops.arithmetic import where
 from cextend._ops.indexing import inplace_via
 from cextend._ops.registry import register
-from cextend._device import runtime
+from cextend._ops._kernels import Kernels
+from cextend.ops import cuda as _cuda_ops
 from cextend._ops.arithmetic import check_broadcasts_into, torch_maximum, torch_minimum
 from cextend._ops.registry import Sample
 from cextend._ops.indexing import copy_into
@@ -315,35 +315,36 @@ register("round", round_, inplace=lambda self, decimals=0: (
 
 # -- activations ---------------------------------------------------------------
 
-def _relu_backward(node, g, result):
-    if type(result._data) is DeviceArray:
-        return g * _device_relu_mask(result._data)
-    return rec.masked_backward(_ThresholdBackwardBackward, g, result, _threshold_backward)
+class _HostRelu:
+    """relu's kernels on numpy arrays."""
+
+    @staticmethod
+    def relu_forward(x):
+        # 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as in torch
+        return np.where(x < 0, x.dtype.type(0), x)
+
+    @staticmethod
+    def relu_backward(g, result):
+        """torch's threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)."""
+        return np.where(result <= 0, g.dtype.type(0), g)
 
 
-def _threshold_backward(g, result):
-    """torch's threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)."""
-    return np.where(result <= 0, g.dtype.type(0), g)
-
-
-_ThresholdBackwardBackward = rec.masked_backward_node("ThresholdBackwardBackward0")
-
-
-def _device_relu_mask(result):
-    """1 where relu's output is positive, on the device (a constant)."""
-    ones, mask = DeviceArray(result.shape, result.dtype), DeviceArray(result.shape, result.dtype)
-    ones[...] = 1
-    runtime().relu_backward(result, ones, mask)
-    return _wrap(mask)
+RELU = Kernels("relu", cpu=_HostRelu, cuda=_cuda_ops)
 
 
 def _relu(x):
-    if type(x) is DeviceArray:
-        out = DeviceArray(x.shape, x.dtype)
-        runtime().relu(x, out)
-        return out
-    # 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as in torch
-    return np.where(x < 0, x.dtype.type(0), x)
+    return RELU.of(x).relu_forward(x)
+
+
+def _threshold_backward(g, result):
+    return RELU.of(g, result).relu_backward(g, result)
+
+
+def _relu_backward(node, g, result):
+    return rec.masked_backward(_ThresholdBackwardBackward, g, result, _threshold_backward)
+
+
+_ThresholdBackwardBackward = rec.masked_backward_node("ThresholdBackwardBackward0")
 
 
 relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True, takes_out=False,

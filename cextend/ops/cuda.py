@@ -101,3 +101,16 @@ def pool_backward(g, indices, input_shape):
     grad_x = DeviceArray(input_shape, g.dtype)
     runtime().pool_backward(g, indices, planes, plane_size, grad_x)
     return grad_x
+
+
+def relu_forward(x):
+    out = DeviceArray(x.shape, x.dtype)
+    runtime().relu(x, out)
+    return out
+
+
+def relu_backward(g, result):
+    """g where relu's result is positive, else 0."""
+    out = DeviceArray(g.shape, g.dtype)
+    runtime().relu_backward(result, g, out)
+    return out
