@@ -1,7 +1,7 @@
-"""Third pass of parity fixes found by the differential tester (D41, D69,
-D75, D76 in DISAGREEMENTS.md): memory-overlap checks drawn where torch
-draws them, gradients that depend on what torch's backward formulas read
-under create_graph, a lone root's hooks, addcdiv's integer divisor.
+"""Memory-overlap checks drawn where torch draws them, gradients that
+depend on what torch's backward formulas read under create_graph, a lone
+root's hooks, addcdiv's integer divisor, and rules a 100,000-program
+differential run found (D41, D69, D75, D76 in DISAGREEMENTS.md).
 
 Each test states torch 2.13's answer and, when torch is installed, runs the
 same program in torch too.
@@ -409,33 +409,61 @@ def test_empty_bool_products_and_scans(lib, F):
 # -- a 100,000-program run (seed 9501) ---------------------------------------------------------
 
 @each_lib
-def test_fourth_pass_rules(lib, F):
+def test_adding_a_number_scaled_by_alpha_to_an_int_tensor_records_nothing(lib, F):
     ints = lib.tensor([[0], [-3], [2]])
-    ints.add_(-1, alpha=2)                                  # a number scaled by alpha: no graph at all
+    ints.add_(-1, alpha=2)
     assert ints.flatten().tolist() == [-2, -5, 0]
+
+
+@each_lib
+def test_pow_of_two_tensors_saves_its_result(lib, F):
     a = lib.tensor([1.25, 3.0], requires_grad=True)
     y = a ** lib.tensor(2.75)
-    y.fill_(0.5)                                            # pow of two tensors keeps its result
+    y.fill_(0.5)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+@each_lib
+def test_lerp_in_place_with_itself_as_end_saves_nothing_of_it(lib, F):
     v = lib.tensor([[0.6875, -2.0625], [2.125, -0.5]], dtype=lib.float64, requires_grad=True)
     c = v.clone()
-    c.lerp_(c, lib.tensor([[0.25, 0.5], [0.75, 1.0]], dtype=lib.float64))   # end is self: not saved
+    c.lerp_(c, lib.tensor([[0.25, 0.5], [0.75, 1.0]], dtype=lib.float64))
     c.exp().sum().backward()
+
+
+@each_lib
+def test_floor_divide_refuses_an_out_requiring_grad(lib, F):
     with pytest.raises(RuntimeError, match="aten::floor_divide\\(\\): functions with out="):
         lib.floor_divide(lib.ones(2), 1.5, out=lib.zeros(2, requires_grad=True))
+
+
+@each_lib
+def test_backward_with_inputs_at_a_result_runs_its_node_computing_nothing(lib, F):
     r = lib.tensor(2.1875, requires_grad=True).clone().acosh_()
-    r.backward(inputs=[r])              # its node runs computing nothing: no "not implemented"
+    r.backward(inputs=[r])              # acosh_'s derivative is never asked: no "not implemented"
     assert r.grad.item() == 1.0
+
+
+@each_lib
+def test_bool_setitem_from_a_differently_strided_alias_is_a_partial_overlap(lib, F):
     flags = lib.tensor([False])
     with pytest.raises(RuntimeError, match=PARTIAL):
         flags[0::2] = flags                                 # stride 2 against stride 1
+
+
+@each_lib
+def test_clamp_of_bool_tensors_by_tensors_works_and_by_numbers_is_not_implemented(lib, F):
     b, f = lib.tensor([True, False]), lib.tensor([False, True])
     assert b.clamp(min=f).tolist() == [True, True]
     for call, kernel in ((lambda: b.clamp(f, f), "clamp_cpu"), (lambda: b.clamp(False, True), "clamp_scalar_cpu"),
                          (lambda: b.clamp_max(True), "clamp_max_scalar_cpu")):
         with pytest.raises(NotImplementedError, match=kernel):
             call()
+
+
+@each_lib
+def test_nansum_over_an_empty_dim_writes_an_int_out(lib, F):
     assert lib.nansum(lib.zeros(0, 3), 1, out=lib.zeros(0, dtype=lib.int64)).shape == (0,)
 
 
