@@ -112,3 +112,17 @@ def grad_inputs(shapes, layout="contiguous", seed=0):
     import cextend as cx
     rng = np.random.default_rng(seed)
     return tuple(cx.from_numpy(_layout_array(rng, s, layout)).requires_grad_() for s in shapes)
+
+
+def over_layouts(table):
+    """Parametrize a test over (name, layout) for a {name: (fn, shapes)} table."""
+    import pytest
+    cases = [(name, layout) for name in table for layout in GRAD_LAYOUTS]
+    return pytest.mark.parametrize("name,layout", cases, ids=["%s-%s" % c for c in cases])
+
+
+def assert_gradients(fn, shapes, layout):
+    """gradcheck and gradgradcheck of fn on inputs of shapes in layout."""
+    from cextend.autograd import gradcheck, gradgradcheck
+    assert gradcheck(fn, grad_inputs(shapes, layout))
+    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))

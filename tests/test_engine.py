@@ -4,7 +4,7 @@ import pytest
 
 import cextend as cx
 from cextend.autograd import Function, grad, gradcheck, gradgradcheck, once_differentiable
-from helpers import GRAD_LAYOUTS, grad_inputs
+from helpers import assert_gradients, over_layouts
 
 
 def leaf(*shape, seed=0):
@@ -463,11 +463,8 @@ REBASED = {
     "idiv": (lambda a, b: (a * 1).div_(_positive(b)), [(3, 4), (3, 4)]),
     "mul_self": (lambda a: a * a, [(4, 3)]),
 }
-REBASED_CASES = [(name, layout) for name in REBASED for layout in GRAD_LAYOUTS]
 
 
-@pytest.mark.parametrize("name,layout", REBASED_CASES, ids=["%s-%s" % c for c in REBASED_CASES])
+@over_layouts(REBASED)
 def test_inplace_on_a_non_leaf_and_a_repeated_input_gradcheck(name, layout):
-    fn, shapes = REBASED[name]
-    assert gradcheck(fn, grad_inputs(shapes, layout))
-    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))
+    assert_gradients(*REBASED[name], layout)

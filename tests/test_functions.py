@@ -6,7 +6,7 @@ import cextend as cx
 from cextend import ops
 from cextend.autograd import grad, gradcheck, gradgradcheck
 from cextend.functions import Add, GlobalMaxPool, LinearFunction, MulConstant
-from helpers import GRAD_LAYOUTS, assert_product_close, grad_inputs
+from helpers import assert_gradients, assert_product_close, over_layouts
 
 
 @pytest.mark.parametrize("dtype", [cx.float32, cx.float64])
@@ -114,11 +114,8 @@ C_FUNCTIONS = {
     "add": (lambda a, b: Add.apply(a, b), [(3, 4), (3, 4)]),
     "global_max_pool": (lambda a: GlobalMaxPool.apply(a)[0], [(2, 3, 3, 4)]),
 }
-C_FUNCTION_CASES = [(name, layout) for name in C_FUNCTIONS for layout in GRAD_LAYOUTS]
 
 
-@pytest.mark.parametrize("name,layout", C_FUNCTION_CASES, ids=["%s-%s" % c for c in C_FUNCTION_CASES])
+@over_layouts(C_FUNCTIONS)
 def test_c_functions_gradcheck_and_gradgradcheck_on_every_layout(name, layout):
-    fn, shapes = C_FUNCTIONS[name]
-    assert gradcheck(fn, grad_inputs(shapes, layout))
-    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))
+    assert_gradients(*C_FUNCTIONS[name], layout)

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 import cextend as cx
-from cextend.autograd import gradcheck, gradgradcheck
-from helpers import GRAD_LAYOUTS, grad_inputs
+from helpers import assert_gradients, over_layouts
 
 
 def test_default_dtype_is_float32_like_torch():
@@ -222,11 +221,8 @@ SPELLINGS = {
     "radd_scalar": (lambda a: 2.5 + a + 1, [(3, 4)]),
     "rtruediv_scalar": (lambda a: 2.0 / (a * a + 1), [(3, 2)]),
 }
-SPELLING_CASES = [(name, layout) for name in SPELLINGS for layout in GRAD_LAYOUTS]
 
 
-@pytest.mark.parametrize("name,layout", SPELLING_CASES, ids=["%s-%s" % c for c in SPELLING_CASES])
+@over_layouts(SPELLINGS)
 def test_indexing_and_spellings_outside_the_op_table_gradcheck(name, layout):
-    fn, shapes = SPELLINGS[name]
-    assert gradcheck(fn, grad_inputs(shapes, layout))
-    assert gradgradcheck(fn, grad_inputs(shapes, layout, seed=1))
+    assert_gradients(*SPELLINGS[name], layout)
