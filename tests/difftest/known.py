@@ -525,7 +525,8 @@ GROUPS = [
   "detach views in-place\").", ["D79"]),
  ("D80", "torch's internal asserts", "torch raises (torch bugs)",
   "`True ** x` (x float, requiring grad) then backward, and backward through an int tensor that masked_fill_ "
-  "gave a value requiring grad: torch fails an INTERNAL ASSERT. Candidates for steering around.",
+  "gave a value requiring grad: torch fails an INTERNAL ASSERT. With no answer from torch, the tester checks "
+  "cextend's gradients against finite differences of the program (difftest/verify.py) before it excuses one.",
   ["D80a", "D80b"]),
  ("D81", "cross_entropy with infinite logits", "wrong number, no error",
   "A row whose target is ignore_index (or -100) still poisons the mean with NaN in cextend; torch skips it. "
