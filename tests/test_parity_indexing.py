@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import cextend as torch
+from parity_helpers import each_lib
 
 
 @pytest.mark.parametrize("key, numpy_reference", [
@@ -103,3 +104,51 @@ def test_indexing_in_bounds_still_works_at_the_edges():
     assert x[-2, -3].item() == a[-2, -3] and x[1, 2].item() == a[1, 2]
     assert tuple(x[None, 1, None, 2].shape) == (1, 1)
     np.testing.assert_array_equal(x[..., 2].numpy(), a[..., 2])
+
+
+# -- negative indices: refused where torch refuses them, wrapped where it wraps ----------------
+
+_REFUSING = {
+    "index_select": lambda lib, x, i: lib.index_select(x, 1, i),
+    "gather": lambda lib, x, i: lib.gather(x, 1, i.expand(2, -1)),
+    "scatter": lambda lib, x, i: x.clone().scatter_(1, i.expand(2, -1), lib.ones(2, 1, dtype=x.dtype)),
+    "scatter of a number": lambda lib, x, i: x.clone().scatter_(1, i.expand(2, -1), 2.0),
+    "scatter_add": lambda lib, x, i: x.clone().scatter_add_(1, i.expand(2, -1), lib.ones(2, 1, dtype=x.dtype)),
+    "index_add": lambda lib, x, i: x.clone().index_add_(1, i.reshape(-1), lib.ones(2, 1, dtype=x.dtype)),
+    "index_copy": lambda lib, x, i: x.clone().index_copy_(1, i.reshape(-1), lib.ones(2, 1, dtype=x.dtype)),
+}
+
+
+@each_lib
+@pytest.mark.parametrize("op", list(_REFUSING))
+@pytest.mark.parametrize("bad", [-1, -3, 3, 7])
+def test_index_ops_refuse_a_negative_or_too_large_index(lib, op, bad):
+    """torch counts no negative index from the end in these ops (index_select(arange(5.), 0,
+    tensor([-1])) is refused, not [4.]); its error is an IndexError from some kernels and a
+    RuntimeError from others, so cextend's is both."""
+    x = lib.tensor(np.arange(6.0).reshape(2, 3))
+    index = lib.tensor([[bad]]) if op in ("gather", "scatter", "scatter of a number", "scatter_add") else \
+        lib.tensor([bad])
+    with pytest.raises((IndexError, RuntimeError)) as raised:
+        _REFUSING[op](lib, x, index)
+    if lib is torch:
+        assert isinstance(raised.value, IndexError) and isinstance(raised.value, RuntimeError)
+        assert "index %d is out of bounds for dimension 1 with size 3" % bad in str(raised.value)
+
+
+@each_lib
+def test_index_fill_take_put_and_getitem_keep_counting_negative_indices_from_the_end(lib):
+    x = lib.tensor([0.0, 1.0, 2.0, 3.0, 4.0])
+    minus_one = lib.tensor([-1])
+    assert x.clone().index_fill_(0, minus_one, 9.0).tolist() == [0.0, 1.0, 2.0, 3.0, 9.0]
+    assert x.take(minus_one).tolist() == [4.0]
+    assert x[minus_one].tolist() == [4.0]
+    assert x.clone().put_(minus_one, lib.tensor([9.0])).tolist() == [0.0, 1.0, 2.0, 3.0, 9.0]
+    with pytest.raises(IndexError):
+        x.clone().index_fill_(0, lib.tensor([-6]), 9.0)
+    value = lib.tensor(2.0, requires_grad=True)
+    lib.arange(5.0).index_fill(0, lib.tensor([1, 0]), value).sum().backward()
+    assert value.grad.item() == 2.0
+    # the value's gradient is torch's index_select, which does not wrap
+    with pytest.raises(IndexError):
+        lib.arange(5.0).index_fill(0, lib.tensor([-1, 0]), value).sum().backward()

@@ -43,10 +43,22 @@ def _index_data(index, op, name="index"):
     return data
 
 
-def _check_bounds(index, size, dim, op):
-    if index.size and (index.min() < -size or index.max() >= size):
-        bad = index[(index < -size) | (index >= size)].flat[0]
-        raise RuntimeError("index %d is out of bounds for dimension %d with size %d" % (bad, dim, size))
+class IndexOutOfRange(IndexError, RuntimeError):
+    """An index outside a dimension.  torch raises IndexError from some of
+    these kernels and RuntimeError from others (even for one op, by its
+    path), so this is both: an `except` written for torch catches it."""
+
+
+def _check_bounds(index, size, dim, op, wraps=False):
+    """Refuse an index outside [0, size) -- or [-size, size) where torch
+    wraps negative indices (index_fill_); gather, scatter, index_select,
+    index_add and index_copy do not."""
+    low = -size if wraps else 0
+    if index.size and (index.min() < low or index.max() >= size):
+        bad = index[(index < low) | (index >= size)].flat[0]
+        raise IndexOutOfRange("%s(): index %d is out of bounds for dimension %d with size %d%s"
+                              % (op, bad, dim, size, "" if bad >= 0 or wraps else
+                                 " (a negative index does not count from the end in %s, as in torch)" % op))
 
 
 def _coordinates(index, dim):
@@ -302,7 +314,7 @@ def _index_add_backward(node, g, index, source=None):
 _IndexAddNode = rec.node_class("IndexAddBackward", _index_add_backward)
 
 
-def _index_write(x, d, idx, source_data, op, mode, layout="C"):
+def _index_write(x, d, idx, source_data, op, mode, layout="C", wraps=False):
     """A copy of x with source written (or added) at positions idx along d;
     layout "preserve": the copy keeps x's dim order (torch's clone)."""
     if layout == "preserve" and x._data.ndim > 1:
@@ -310,7 +322,7 @@ def _index_write(x, d, idx, source_data, op, mode, layout="C"):
         data[...] = x._data
     else:
         data = x._data.copy() if x._data.ndim else x._data.reshape(1).copy()
-    _check_bounds(idx, data.shape[d], d, op)
+    _check_bounds(idx, data.shape[d], d, op, wraps)
     moved = np.moveaxis(data, d, 0)          # a view: writes land in data
     if np.ndim(source_data):
         shape = list(data.shape)
@@ -394,6 +406,8 @@ def index_copy(input, dim, index, source, *, out=None):
 
 def _index_fill_backward(node, g, index):
     grad_self = index_fill(g, node.dim, index, 0.0) if node.needs(0) else None
+    # torch's formula: index_select, which counts no negative index from the
+    # end, so a negative index makes the value's gradient raise, as there
     grad_value = index_select(g, node.dim, index).sum() if node.needs(3) else None
     return grad_self, None, None, grad_value
 
@@ -410,7 +424,7 @@ def index_fill(input, dim, index, value):
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            "%d dimension(s)." % value._data.ndim)
     fill = _fill_scalar(value._data if is_tensor(value) else value, x._data.dtype)
-    data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy", layout="preserve")
+    data = _index_write(x, d, idx, np.asarray(fill), "index_fill", "copy", layout="preserve", wraps=True)
     t = _wrap(data)
     if rec.needs_grad(x, value):
         node = rec.record(_IndexFillNode, (x, None, index, value if is_tensor(value) else None), t)
