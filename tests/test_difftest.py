@@ -346,3 +346,18 @@ def test_torch_internal_asserts_are_excused_only_when_cextend_holds_on_its_own()
     deviation = next(d for d in allowlist.ALLOWED if d.name == "torch's internal asserts")
     assert not deviation.matches("v1 = v0 * 2", RuntimeError("INTERNAL ASSERT FAILED at x.cpp"), None, (),
                                  lambda expr: cextend if expr == "torch" else None)
+
+
+def test_finite_differences_check_what_autograd_grad_returns_and_replay_past_failed_statements():
+    history = ["v0 = torch.tensor([[0.5, -3.0, -0.75]], dtype=torch.float64, requires_grad=True)",
+               "v1 = v0.expand(2, 3)", "v2 = v1.exp_()",          # raises in both libraries: the program goes on
+               "v3 = (v0 * v0).tanh()"]
+    assert _gradients_hold(history, "v4 = torch.autograd.grad(v3.mean(), [v0], create_graph=True)")
+    bad = ("class Bad(torch.autograd.Function):\n"
+           "    @staticmethod\n"
+           "    def forward(ctx, x):\n"
+           "        return x * 2\n"
+           "    @staticmethod\n"
+           "    def backward(ctx, g):\n"
+           "        return g * 3\n")
+    assert not _gradients_hold(history + [bad, "v5 = Bad.apply(v3)"], "v6 = torch.autograd.grad(v5.sum(), [v3])")

@@ -191,13 +191,13 @@ def _matmul_strided_batched_out(code, torch_error, cextend_error, history, value
 
 def _torch_internal_assert(code, torch_error, cextend_error, history, value=None):
     """torch failed one of its INTERNAL ASSERTs: it has no answer to compare
-    with, so cextend's is checked on its own (verify.py): a backward's
-    gradients against finite differences of the program.  Elsewhere there
-    is no check yet, and so no excuse."""
+    with, so cextend's is checked on its own (verify.py): the gradients of
+    a backward or autograd.grad against finite differences of the program.
+    Elsewhere there is no check yet, and so no excuse."""
     if cextend_error is not None or "INTERNAL ASSERT FAILED" not in str(torch_error):
         return False
     lib = value("torch") if value is not None else None
-    if lib is None or not verify.is_backward(code):
+    if lib is None or not verify.is_gradient_statement(code):
         return False
     return verify.gradients_hold(lib, namespace, history, Stmt(code, "backward"))
 

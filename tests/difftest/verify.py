@@ -1,14 +1,15 @@
 """Where torch has no answer, cextend's is checked on its own.
 
 When torch fails one of its own INTERNAL ASSERTs (a torch bug) in a
-backward that cextend runs, there is nothing to compare with.  The
-gradients cextend accumulated are then checked against finite differences
-of the same program, run again in cextend: each leaf element whose .grad
-the statement changed is perturbed right after the statement that made
-the leaf, the program is replayed, and the backward's roots are read
-instead of differentiated.  The objective is sum(root * grad_tensor) over
-the roots the statement passed (a grad_tensor of None is a 1 for a
-scalar root), so its derivative is what backward accumulates.
+backward or autograd.grad that cextend runs, there is nothing to compare
+with.  The gradients cextend gives (accumulated into leaves' .grad, or
+returned by grad for its inputs) are then checked against finite
+differences of the same program, run again in cextend: each element is
+perturbed right after the statement that made its tensor, the program is
+replayed, and the statement's roots are read instead of differentiated.
+The objective is sum(root * weight) over the roots the statement passed
+(a weight of None is a 1 for a scalar root), so its derivative is the
+gradient.
 
 Program data sit on a dyadic grid, so a perturbed element may sit at a
 kink (relu at 0, a tie of max): a gradient is accepted when it matches
@@ -24,7 +25,7 @@ _MAX_LEAVES = 3
 
 
 class _Captured(Exception):
-    """Raised by the capturing backward: the roots and their weights."""
+    """Raised by the capturing backward or grad: the roots and their weights."""
 
     def __init__(self, pairs):
         Exception.__init__(self)
@@ -33,70 +34,83 @@ class _Captured(Exception):
 
 def _run(statements, ns):
     for stmt in statements:
-        exec(stmt.compiled, ns)
+        try:
+            exec(stmt.compiled, ns)
+        except Exception:       # noqa: BLE001 -- both libraries raised there: the program went on
+            pass
 
 
-def _leaves(ns, lib):
-    """name -> leaf tensor requiring grad, for the program's named values."""
-    out = {}
-    for name, value in ns.items():
-        if name.startswith("v") and name[1:].isdigit() and isinstance(value, lib.Tensor) and value.is_leaf \
-                and value.requires_grad and str(value.dtype).split(".")[-1] in _EPS:
-            out[name] = value
-    return out
+def _named(ns, lib):
+    return {name: v for name, v in ns.items()
+            if name.startswith("v") and name[1:].isdigit() and isinstance(v, lib.Tensor)}
 
 
-def _grads(leaves):
-    return {name: None if t.grad is None else np.array(t.grad.detach().numpy(), dtype=np.float64)
-            for name, t in leaves.items()}
+def _floating(t):
+    return str(t.dtype).split(".")[-1] in _EPS
+
+
+def _array(t):
+    return np.array(t.detach().numpy(), dtype=np.float64)
+
+
+def _as_list(x, tensor_cls):
+    return [x] if isinstance(x, tensor_cls) else list(x)
 
 
 def _objective(lib, stmt, ns):
-    """sum(root * grad_tensor) of the roots stmt passes to backward, in float64."""
+    """sum(root * weight) of the roots stmt passes to backward (or grad), in float64."""
     tensor_cls, autograd = lib.Tensor, lib.autograd
-    original = tensor_cls.backward, autograd.backward
+    original = tensor_cls.backward, autograd.backward, autograd.grad
+
+    def pairs(roots, weights):
+        roots = _as_list(roots, tensor_cls)
+        weights = [None] * len(roots) if weights is None else _as_list(weights, tensor_cls)
+        return list(zip(roots, weights))
 
     def tensor_backward(self, gradient=None, *args, **kwargs):
-        raise _Captured([(self, gradient)])
+        raise _Captured(pairs(self, gradient))
 
     def autograd_backward(tensors, grad_tensors=None, *args, **kwargs):
-        tensors = [tensors] if isinstance(tensors, tensor_cls) else list(tensors)
-        grads = [None] * len(tensors) if grad_tensors is None else (
-            [grad_tensors] if isinstance(grad_tensors, tensor_cls) else list(grad_tensors))
-        raise _Captured(list(zip(tensors, grads)))
+        raise _Captured(pairs(tensors, grad_tensors))
 
-    tensor_cls.backward, autograd.backward = tensor_backward, autograd_backward
+    def autograd_grad(outputs, inputs, grad_outputs=None, *args, **kwargs):
+        raise _Captured(pairs(outputs, grad_outputs))
+
+    tensor_cls.backward, autograd.backward, autograd.grad = tensor_backward, autograd_backward, autograd_grad
     try:
         exec(stmt.compiled, ns)
     except _Captured as captured:
         total = 0.0
         for root, weight in captured.pairs:
-            r = np.asarray(root.detach().numpy(), dtype=np.float64)
-            w = np.ones_like(r) if weight is None else np.asarray(weight.detach().numpy(), dtype=np.float64)
-            total += float((r * w).sum())
+            r = _array(root)
+            total += float((r * (np.ones_like(r) if weight is None else _array(weight))).sum())
         return total
+    except Exception:       # noqa: BLE001 -- a perturbed program that fails has no value there
+        return None
     finally:
-        tensor_cls.backward, autograd.backward = original
+        tensor_cls.backward, autograd.backward, autograd.grad = original
     return None
 
 
-def _replay(lib, namespace, history, stmt, leaf_name, index, delta):
-    """The objective with leaf_name's element `index` moved by delta when it is made."""
+def _replay(lib, namespace, history, stmt, name, index, delta):
+    """The objective with `name`'s element `index` moved by delta right after it is made."""
     ns = namespace(lib)
     moved = False
     for s in history:
-        exec(s.compiled, ns)
-        if not moved and leaf_name in ns:
+        try:
+            exec(s.compiled, ns)
+        except Exception:       # noqa: BLE001 -- as in the session
+            pass
+        if not moved and name in ns:
             with lib.no_grad():
-                flat = ns[leaf_name].view(-1)
+                flat = ns[name].view(-1)
                 flat[index] = flat[index] + delta
             moved = True
     return _objective(lib, stmt, ns)
 
 
 def _holds_float32(ns, lib):
-    return any(isinstance(v, lib.Tensor) and str(v.dtype).split(".")[-1] != "float64"
-               for name, v in ns.items() if name.startswith("v") and name[1:].isdigit())
+    return any(str(v.dtype).split(".")[-1] != "float64" for v in _named(ns, lib).values())
 
 
 def _integer_history(ns, lib):
@@ -104,46 +118,77 @@ def _integer_history(ns, lib):
     value requiring grad): the program is piecewise constant there, while
     the derivative formulas pass the gradient through, so finite
     differences cannot judge it."""
-    return any(isinstance(v, lib.Tensor) and v.requires_grad and not v.is_floating_point()
-               for name, v in ns.items() if name.startswith("v") and name[1:].isdigit())
+    return any(v.requires_grad and not v.is_floating_point() for v in _named(ns, lib).values())
 
 
-def is_backward(code):
-    return ".backward(" in code and "autograd.grad(" not in code
+def is_gradient_statement(code):
+    return ".backward(" in code or "autograd.grad(" in code
+
+
+def _accumulated(lib, ns, stmt):
+    """[(name, gradient)] a backward statement accumulated into the named leaves' .grad."""
+    leaves = {name: t for name, t in _named(ns, lib).items() if t.is_leaf and t.requires_grad and _floating(t)}
+    before = {name: None if t.grad is None else _array(t.grad) for name, t in leaves.items()}
+    exec(stmt.compiled, ns)
+    out = []
+    for name, t in leaves.items():
+        if t.grad is not None:
+            after = _array(t.grad)
+            if before[name] is None or not np.array_equal(before[name], after, equal_nan=True):
+                out.append((name, after - (0 if before[name] is None else before[name])))
+    return out
+
+
+def _returned(lib, ns, stmt):
+    """[(name, gradient)] an autograd.grad statement returned for its named inputs."""
+    autograd, seen = lib.autograd, {}
+    original = autograd.grad
+
+    def spy(outputs, inputs, *args, **kwargs):
+        result = original(outputs, inputs, *args, **kwargs)
+        seen["inputs"], seen["result"] = _as_list(inputs, lib.Tensor), result
+        return result
+    autograd.grad = spy
+    try:
+        exec(stmt.compiled, ns)
+    finally:
+        autograd.grad = original
+    names = _named(ns, lib)
+    out = []
+    for t, g in zip(seen.get("inputs", ()), seen.get("result", ())):
+        name = next((n for n, v in names.items() if v is t), None)
+        if name is not None and g is not None and _floating(t):
+            out.append((name, _array(g)))
+    return out
 
 
 def gradients_hold(lib, namespace, history, stmt):
-    """Whether the .grad a backward statement accumulates in cextend (lib)
-    matches finite differences of the program; True where nothing can be
-    checked (no leaf's .grad changed, or no finite gradient)."""
+    """Whether the gradients a backward (or autograd.grad) statement gives
+    in cextend (lib) match finite differences of the program; True where
+    nothing can be checked (no gradient, or none finite)."""
     ns = namespace(lib)
     _run(history, ns)
-    leaves = _leaves(ns, lib)
-    before = _grads(leaves)
-    try:
-        exec(stmt.compiled, ns)
-    except Exception:       # noqa: BLE001 -- not replayable: the session's outcome stands
-        return False
     if _integer_history(ns, lib):
         return True
-    after = _grads(leaves)
-    changed = [name for name in leaves if after[name] is not None and
-               (before[name] is None or not np.array_equal(before[name], after[name], equal_nan=True))]
+    gather = _returned if "autograd.grad(" in stmt.code else _accumulated
+    try:
+        gradients = gather(lib, ns, stmt)
+    except Exception:       # noqa: BLE001 -- not replayable: nothing to excuse it with
+        return False
     # float32 anywhere in the program carries its rounding into the objective
     dtype = "float32" if _holds_float32(ns, lib) else "float64"
     eps, rtol = _EPS[dtype], _RTOL[dtype]
-    for name in changed[:_MAX_LEAVES]:
-        delta = (after[name] - (0 if before[name] is None else before[name])).reshape(-1)
-        for index in range(min(delta.size, _MAX_ELEMENTS)):
-            if not np.isfinite(delta[index]):
+    for name, gradient in gradients[:_MAX_LEAVES]:
+        flat = gradient.reshape(-1)
+        for index in range(min(flat.size, _MAX_ELEMENTS)):
+            if not np.isfinite(flat[index]):
                 continue
-            centre = _replay(lib, namespace, history, stmt, name, index, 0.0)
-            up = _replay(lib, namespace, history, stmt, name, index, eps)
-            down = _replay(lib, namespace, history, stmt, name, index, -eps)
-            if centre is None or up is None or down is None or not np.isfinite([centre, up, down]).all():
+            values = [_replay(lib, namespace, history, stmt, name, index, d) for d in (0.0, eps, -eps)]
+            if any(v is None for v in values) or not np.isfinite(values).all():
                 continue
+            centre, up, down = values
             estimates = ((up - down) / (2 * eps), (up - centre) / eps, (centre - down) / eps)
-            scale = max(1.0, abs(delta[index]), max(abs(e) for e in estimates))
-            if not any(abs(delta[index] - e) <= rtol * scale for e in estimates):
+            scale = max(1.0, abs(flat[index]), max(abs(e) for e in estimates))
+            if not any(abs(flat[index] - e) <= rtol * scale for e in estimates):
                 return False
     return True
