@@ -11,6 +11,18 @@ import numpy as np
 
 NO, FULL, PARTIAL, TOO_HARD = "no", "full", "partial", "too hard"
 
+SELF_OVERLAP_MESSAGE = ("unsupported operation: more than one element of the written-to tensor refers to a "
+                        "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_not_self_overlapping(a):
+    """torch refuses to write in place into a tensor whose elements share
+    memory (an expanded one: a stride of 0 over more than one element)."""
+    strides = getattr(a, "strides", ())
+    if 0 in strides and any(st == 0 and n > 1 for st, n in zip(strides, a.shape)):
+        raise RuntimeError(SELF_OVERLAP_MESSAGE)
+
+
 _MESSAGE = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
             "single memory location. Please clone() the tensor before performing the operation.")
 

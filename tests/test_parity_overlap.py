@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cextend as torch
+from parity_helpers import real_torch
 
 
 def _pairs():
@@ -169,3 +170,63 @@ def test_copy_slices_into_an_expanded_base_raises_at_backward():
     spread[1, :] = torch.tensor(-0.25, requires_grad=True)
     with pytest.raises(RuntimeError, match="single memory location"):
         spread.sum().backward()
+
+
+# -- updates of parameters and gradients whose elements share memory ---------------------------
+
+SELF_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+
+
+def _expanded_parameter(lib):
+    p = lib.nn.Parameter(lib.zeros(1).expand(3))
+    p.grad = lib.ones(3)
+    return p
+
+
+def _expanded_grad(lib):
+    p = lib.nn.Parameter(lib.zeros(3))
+    p.grad = lib.tensor([5.0]).expand(3)
+    return p
+
+
+_REFUSED_UPDATES = {
+    "SGD": lambda lib: lib.optim.SGD([_expanded_parameter(lib)], lr=0.1).step(),
+    "SGD with momentum": lambda lib: lib.optim.SGD([_expanded_parameter(lib)], lr=0.1, momentum=0.9).step(),
+    "Adam": lambda lib: lib.optim.Adam([_expanded_parameter(lib)], lr=0.1).step(),
+    "AdamW": lambda lib: lib.optim.AdamW([_expanded_parameter(lib)], lr=0.1).step(),
+    "RMSprop": lambda lib: lib.optim.RMSprop([_expanded_parameter(lib)], lr=0.1).step(),
+    "Adagrad": lambda lib: lib.optim.Adagrad([_expanded_parameter(lib)], lr=0.1).step(),
+    "Adadelta": lambda lib: lib.optim.Adadelta([_expanded_parameter(lib)], lr=0.1).step(),
+    "clip_grad_norm_": lambda lib: lib.nn.utils.clip_grad_norm_([_expanded_grad(lib)], 1.0),
+    "clip_grad_value_": lambda lib: lib.nn.utils.clip_grad_value_([_expanded_grad(lib)], 1.0),
+    "accumulation into .grad": lambda lib: _accumulate(lib, _expanded_grad(lib)),
+}
+
+
+def _accumulate(lib, p):
+    (p * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+
+
+@pytest.mark.parametrize("name", list(_REFUSED_UPDATES))
+def test_in_place_updates_refuse_a_self_overlapping_parameter_or_gradient(name):
+    """An expanded parameter or .grad: every element is one memory location,
+    so an in-place update would write them all into one (cextend used to
+    give [8, 8, 8] for the accumulation below, torch raises)."""
+    libs = [torch] + ([real_torch] if real_torch is not None else [])
+    for lib in libs:
+        with pytest.raises(RuntimeError, match=SELF_OVERLAP):
+            _REFUSED_UPDATES[name](lib)
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_an_expanded_gradient_is_only_read_by_the_optimizers(optimizer):
+    results = []
+    for lib in [torch] + ([real_torch] if real_torch is not None else []):
+        p = _expanded_grad(lib)
+        getattr(lib.optim, optimizer)([p], lr=0.1).step()
+        results.append(p.tolist())
+        p.grad = lib.tensor([5.0]).expand(3)
+        lib.optim.SGD([p], lr=0.1).zero_grad(set_to_none=False)        # zero_ writes through an expand
+        assert p.grad.tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(results[0], results[-1], rtol=1e-6)      # (Adam's sqrt may differ by an ulp)
+    assert results[0][0] < 0 and len(set(results[0])) == 1

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from cextend._fpe import quietly
-from cextend._overlap import non_overlapping_and_dense
+from cextend._overlap import check_not_self_overlapping, non_overlapping_and_dense
 
 from cextend._grad_state import is_grad_enabled
 from cextend.utils.hooks import ListHookHandle
@@ -161,6 +161,7 @@ def accumulate_into(tensor, grad):
         elif is_grad_enabled() or not current._data.flags.writeable:
             tensor._grad = current + grad
         else:
+            check_not_self_overlapping(current._data)       # an expanded .grad, set by hand
             quietly(np.add, current._data, grad._data, current._data)
             current._version_counter[0] += 1
 

@@ -9,7 +9,7 @@ ops record the same node and then rebase the modified tensor's history
 """
 import numpy as np
 
-from cextend._overlap import check_no_partial
+from cextend._overlap import check_no_partial, check_not_self_overlapping
 from cextend._promotion import _torch_name, check_inplace_cast
 from cextend.autograd import views
 from cextend.autograd.engine import grad as autograd_grad
@@ -312,11 +312,8 @@ def check_writable(t, check_overlap=True):
     flags = getattr(data, "flags", None)
     if flags is None:
         return
-    strides = data.strides
-    if check_overlap and 0 in strides and data.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, data.shape)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the "
-                           "tensor before performing the operation.")
+    if check_overlap:
+        check_not_self_overlapping(data)
     if not flags.writeable:
         raise RuntimeError("unsupported operation: the tensor's memory is read-only (e.g. a numpy "
                            "array with writeable=False); clone() it before writing in place")

@@ -17,6 +17,7 @@ from cextend.autograd import grad_mode
 from cextend.autograd.graph import FREED_MESSAGE, Node, gradient_edge
 from cextend.tensor import Tensor, _wrap
 from cextend._memory_format import contiguous_format
+from cextend._overlap import SELF_OVERLAP_MESSAGE
 from cextend.autograd.engine import fit_gradient
 
 # How a view came to be: rules for modifying it in place later.
@@ -228,8 +229,7 @@ class CopySlices(Node):
         if grads[0] is None:
             return (None,) * len(self.next_functions)
         if self.base_overlaps:
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
+            raise RuntimeError(SELF_OVERLAP_MESSAGE)
         result = _clone_in_order(grads[0], self.base_order)
         region = self.view_fn(result)
         results = self.fn.apply([region.clone()])

@@ -42,9 +42,7 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr = F.scalar(group["lr"])
             rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = F.step_tensor()

@@ -54,9 +54,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr = F.scalar(group["lr"])
             weight_decay, lr_decay, eps = group["weight_decay"], group["lr_decay"], group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     # torch fills a group added later from the optimizer-wide default

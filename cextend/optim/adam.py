@@ -63,9 +63,7 @@ class Adam(Optimizer):
             weight_decay = group["weight_decay"]
             eps = group["eps"]
             amsgrad = group["amsgrad"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = F.step_tensor()

@@ -27,6 +27,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
+from cextend._overlap import check_not_self_overlapping
 from cextend.autograd.grad_mode import enable_grad, no_grad
 from cextend.tensor import Tensor
 from cextend.utils.hooks import RemovableHandle
@@ -165,6 +166,15 @@ class Optimizer:
         if not seen.isdisjoint(id(p) for p in param_group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
+
+    def _with_grad(self, group):
+        """The group's parameters that have a gradient, each checked before
+        its update: torch refuses to write into a parameter whose elements
+        share memory (an expanded one)."""
+        for p in group["params"]:
+            if p.grad is not None:
+                check_not_self_overlapping(p._data)
+                yield p
 
     # -- gradients ----------------------------------------------------------
     def zero_grad(self, set_to_none=True):

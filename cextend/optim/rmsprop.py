@@ -47,9 +47,7 @@ class RMSprop(Optimizer):
             lr = F.scalar(group["lr"])
             alpha, eps, momentum = group["alpha"], group["eps"], group["momentum"]
             weight_decay, centered = group["weight_decay"], group["centered"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = F.step_tensor()

@@ -44,9 +44,7 @@ class SGD(Optimizer):
             momentum = group["momentum"]
             lr = F.scalar(group["lr"])
             weight_decay = F.scalar(group["weight_decay"])
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._with_grad(group):
                 state = self.state[p] if momentum != 0 else None
                 grad = p.grad._data if not group["maximize"] else -p.grad._data
                 if weight_decay != 0:

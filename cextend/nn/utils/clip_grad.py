@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from cextend._overlap import check_not_self_overlapping
+
 from cextend.tensor import Tensor, _wrap
 
 
@@ -63,6 +65,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     clip_coef_clamped = np.minimum(clip_coef, 1.0)
     with np.errstate(invalid="ignore"):          # a NaN or inf norm scales to NaN, as in torch
         for g in grads:
+            check_not_self_overlapping(g._data)
             g._data *= clip_coef_clamped.astype(g._data.dtype)
             g._bump_version()
 
@@ -96,5 +99,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     for p in _tensors(parameters):
         if p.grad is not None:
             g = p.grad._data
+            check_not_self_overlapping(g)
             np.clip(g, -clip_value, clip_value, out=g)
             p.grad._bump_version()
