@@ -19,7 +19,7 @@ def check_not_self_overlapping(a):
     """torch refuses to write in place into a tensor whose elements share
     memory (an expanded one: a stride of 0 over more than one element)."""
     strides = getattr(a, "strides", ())
-    if 0 in strides and any(st == 0 and n > 1 for st, n in zip(strides, a.shape)):
+    if 0 in strides and a.size > 1 and any(st == 0 and n > 1 for st, n in zip(strides, a.shape)):
         raise RuntimeError(SELF_OVERLAP_MESSAGE)
 
 
