@@ -230,3 +230,13 @@ def test_an_expanded_gradient_is_only_read_by_the_optimizers(optimizer):
         assert p.grad.tolist() == [0.0, 0.0, 0.0]
     np.testing.assert_allclose(results[0], results[-1], rtol=1e-6)      # (Adam's sqrt may differ by an ulp)
     assert results[0][0] < 0 and len(set(results[0])) == 1
+
+
+def test_an_empty_tensor_is_never_self_overlapping():
+    # numpy gives an empty array zero strides: nothing is written, nothing to refuse
+    empty = torch.zeros((0, 3))
+    assert empty.add_(1).shape == (0, 3)
+    p = torch.nn.Parameter(torch.zeros(0, 3))
+    p.grad = torch.zeros(0, 3)
+    torch.optim.SGD([p], lr=0.1).step()
+    torch.nn.utils.clip_grad_value_([p], 1.0)
