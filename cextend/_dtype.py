@@ -55,3 +55,16 @@ def as_dtype(value):
         return from_numpy(np.dtype(value))
     except TypeError:
         raise TypeError("dtype must be a cextend dtype (e.g. cextend.float64), got %r" % (value,)) from None
+
+
+def opmath(numpy_dtype):
+    """The dtype torch computes a reduction of numpy_dtype in (its opmath
+    type): float32 for float16, whose range a sum of a few thousand
+    moderate values overflows; the dtype itself otherwise."""
+    return np.dtype(np.float32) if np.dtype(numpy_dtype) == np.float16 else np.dtype(numpy_dtype)
+
+
+def in_opmath(array):
+    """array in its opmath dtype (a float32 copy of a float16 one)."""
+    wide = opmath(array.dtype)
+    return array if wide == array.dtype else array.astype(wide)

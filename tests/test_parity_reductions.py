@@ -11,7 +11,7 @@ import pytest
 import cextend as cx
 import cextend as torch     # the tests written against torch's API spell cextend `torch`
 
-from parity_helpers import each_lib, inf, nan
+from parity_helpers import each_lib, inf, nan, real_torch
 
 
 def test_sum_over_an_empty_dim_tuple_reduces_everything():
@@ -141,3 +141,51 @@ def test_logcumsumexp_gradient_ignores_a_nan_incoming_gradient_elsewhere():
     np.testing.assert_allclose(grad, want, rtol=1e-5)
     big = torch.tensor([300.0, -1000.0, 2.0], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda s: s.logcumsumexp(0), (big,))
+
+
+# -- float16 reductions accumulate in float32 (torch's opmath type) ---------------------------------
+
+def _half_cases(lib):
+    twenties = lib.full((4096,), 20.0, dtype=lib.float16)
+    alternating = lib.tensor([300.0, -300.0, 300.0, -300.0], dtype=lib.float16)
+    return {
+        "mean of 4096 twenties": twenties.mean(),
+        "mean over a dim": lib.full((2, 4096), 20.0, dtype=lib.float16).mean(1),
+        "2-norm": twenties.norm(),
+        "3-norm": twenties.norm(3),
+        "std": alternating.std(),
+        "var (past float16's range)": alternating.var(),
+        "std_mean": lib.std_mean(alternating)[0],
+        "layer_norm": lib.nn.functional.layer_norm(alternating, (4,)),
+    }
+
+
+def test_float16_reductions_accumulate_in_float32():
+    """The float64 answer rounded to float16 once: a float16 accumulator
+    would give inf (mean, norm) or zeros (layer_norm)."""
+    ours = _half_cases(torch)
+    expected = {
+        "mean of 4096 twenties": 20.0, "mean over a dim": [20.0, 20.0], "2-norm": np.sqrt(4096 * 400.0),
+        "3-norm": (4096 * 8000.0) ** (1 / 3), "std": np.std([300.0, -300.0] * 2, ddof=1),
+        "var (past float16's range)": np.inf, "std_mean": np.std([300.0, -300.0] * 2, ddof=1),
+        "layer_norm": [1.0, -1.0, 1.0, -1.0],
+    }
+    for name, value in ours.items():
+        assert value.dtype == torch.float16, name
+        np.testing.assert_array_equal(value.numpy(), np.float16(expected[name]), err_msg=name)
+    if real_torch is not None:
+        for name, value in _half_cases(real_torch).items():
+            np.testing.assert_array_equal(ours[name].numpy(), value.numpy(), err_msg=name)
+
+
+def test_float16_layer_norm_gradients_are_computed_in_float32():
+    x = torch.tensor([300.0, -300.0, 300.0, -300.0], dtype=torch.float16, requires_grad=True)
+    w = torch.ones(4, dtype=torch.float16, requires_grad=True)
+    (torch.nn.functional.layer_norm(x, (4,), w) * torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float16)).sum().backward()
+    # d/dx of sum(c * (x - mean) / std): exact in float64, rounded once
+    xs, c = np.array([300.0, -300.0, 300.0, -300.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    std = np.sqrt(((xs - xs.mean()) ** 2).mean() + 1e-5)
+    xhat = (xs - xs.mean()) / std
+    dx = (c - c.mean() - xhat * (c * xhat).mean()) / std
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), dx, rtol=2e-3)
+    np.testing.assert_array_equal(w.grad.numpy(), np.float16(c * xhat))

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from cextend import _random
+from cextend._dtype import in_opmath
 from cextend._fpe import quietly
 from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
@@ -52,10 +53,12 @@ def native_layer_norm_backward(g, x, weight, bias, stats, mask):
     grad_x = grad_w = grad_b = None
     with grad_mode.no_grad():
         if mask[0]:
-            grad_x = _wrap(quietly(_layer_norm_input_grad, g._data, x._data,
-                                   None if weight is None else weight._data, stats.mean, stats.rstd, dims))
+            wide = (in_opmath(a) for a in (g._data, x._data))
+            grad_x = _wrap(np.asarray(quietly(_layer_norm_input_grad, *wide, None if weight is None else
+                                              in_opmath(weight._data), stats.mean, stats.rstd, dims), x._data.dtype))
         if weight is not None and mask[1]:
-            xhat = (x - _wrap(stats.mean)) * _wrap(stats.rstd)
+            dtype = x._data.dtype
+            xhat = (x - _wrap(stats.mean.astype(dtype, copy=False))) * _wrap(stats.rstd.astype(dtype, copy=False))
             grad_w = (g * xhat).sum(batch) if batch else g * xhat
         if bias is not None and mask[2]:
             grad_b = g.sum(batch) if batch else (g.clone() if recording else g)
@@ -131,6 +134,9 @@ def _check_parameter(p, name, x, shape):
 
 
 def _layer_norm_arrays(data, dims, eps, weight, bias):
+    """(mean, rstd, out), computed in data's opmath dtype (float32 for
+    float16, as torch's kernel: [300, -300, 300, -300] would overflow)."""
+    data = in_opmath(data)
     mean = data.mean(axis=dims, keepdims=True)
     centered = data - mean
     var = (centered * centered).mean(axis=dims, keepdims=True)
@@ -162,7 +168,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     result = _wrap(np.asarray(out, data.dtype, order="C"))       # torch's kernel writes a contiguous output
     if rec.needs_grad(x, weight, bias):
         node = rec.record(_LayerNormNode, (x, weight, bias), result)
-        node.stats = LayerNormStats(dims, eps, mean.astype(data.dtype), rstd.astype(data.dtype))
+        node.stats = LayerNormStats(dims, eps, mean, rstd)      # in the opmath dtype
         node._saved = (rec.save(x), rec.save(weight), rec.save(bias))
     return result
 

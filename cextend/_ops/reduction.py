@@ -172,6 +172,7 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                                "Optional" if dtype is not None else "Input", _torch_name(rt)))
     dims = reduce_dims(x, dim)
     data = x._data if x._data.dtype == rt else x._data.astype(rt)
+    data = _dtype.in_opmath(data)           # float16 sums in float32, as torch's
     count = 1
     for d in dims:
         count *= data.shape[d]

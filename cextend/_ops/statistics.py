@@ -137,9 +137,13 @@ def _var_parse(x, dim, unbiased, keepdim, correction, op):
 
 
 def _var_data(x, dims, correction, count, keepdim):
+    """(variance, mean), both in the input's opmath dtype (float32 for
+    float16, as torch computes them): the caller rounds to the input's dtype
+    after its last step (std's square root)."""
     data = x._data
     if data.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
+    data = _dtype.in_opmath(data)
     mean = quietly(lambda: data.mean(axis=dims, keepdims=True))
     total = quietly(lambda: np.square(data - mean).sum(axis=dims, keepdims=keepdim))
     divisor = max(count - correction, 0)
@@ -174,7 +178,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     x = require_tensor(input, "var")
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "var")
     data, _ = _var_data(x, dims, corr, count, keepdim)
-    t = _wrap(_contiguous(data))
+    t = _wrap(_contiguous(quietly(np.asarray, data, x._data.dtype)))    # (float16's range may overflow)
     _record(_VarNode, x, t, dims, keepdim, (rec.save(x),), count=count, correction=corr)
     return t if out is None else _out.finish_out(out, t, "var", x)
 
@@ -184,7 +188,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     x = require_tensor(input, "std")
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, "std")
     variance, _ = _var_data(x, dims, corr, count, keepdim)
-    data = np.asarray(np.sqrt(variance), variance.dtype)
+    data = quietly(np.asarray, np.sqrt(variance), x._data.dtype)
     t = _wrap(_contiguous(data))
     if rec.needs_grad(x):
         _record(_StdNode, x, t, dims, keepdim, (), count=count, correction=corr)
@@ -234,7 +238,7 @@ def _spread_and_mean(input, dim, unbiased, keepdim, correction, op, take_root):
     x = require_tensor(input, op)
     dims, corr, count = _var_parse(x, dim, unbiased, keepdim, correction, op)
     variance, _ = _var_data(x, dims, corr, count, keepdim)
-    spread = _wrap(_contiguous(np.asarray(np.sqrt(variance), variance.dtype) if take_root else variance))
+    spread = _wrap(_contiguous(quietly(np.asarray, np.sqrt(variance) if take_root else variance, x._data.dtype)))
     mean = _wrap(_contiguous(_welford_mean_data(x._data, dims, keepdim)))
     if rec.needs_grad(x):
         node = rec.record(_StdMeanNode if take_root else _VarMeanNode, (x,), (spread, mean))
@@ -320,7 +324,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            "Got %s" % data.dtype.name.capitalize())
     dims = reduce_dims(x, dim)
-    result = np.asarray(quietly(_norm_data, data, float(p), dims, keepdim), data.dtype)
+    result = np.asarray(quietly(_norm_data, _dtype.in_opmath(data), float(p), dims, keepdim), data.dtype)
     t = _wrap(_contiguous(result))
     if rec.needs_grad(x):
         _record(_NormNode, x, t, dims, keepdim, (), p=float(p))
