@@ -9,7 +9,8 @@ import numpy as np
 
 from cextend._scalars import checked_scalar
 from cextend import _dtype, _random
-from cextend.tensor import Tensor, _sizes, _wrap
+from cextend._errors import ArgumentError
+from cextend.tensor import Tensor, _new_sizes, _wrap
 from cextend._memory_format import empty_as
 from cextend._device import DeviceArray
 from cextend.device import as_device
@@ -109,7 +110,7 @@ def _check_device(device):
 
 def _filled(make, size, dtype, requires_grad, device):
     _check_device(device)
-    return _finish(make(_sizes(size), _numpy_dtype(dtype)), requires_grad, device)
+    return _finish(make(_new_sizes(size), _numpy_dtype(dtype)), requires_grad, device)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -141,7 +142,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
     rng = generator or _random.generator()
-    draw = rng.standard_normal(_sizes(size), dtype=np.float64).astype(numpy_dtype)
+    draw = rng.standard_normal(_new_sizes(size), dtype=np.float64).astype(numpy_dtype)
     return _finish(draw, requires_grad, device)
 
 
@@ -149,7 +150,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
     rng = generator or _random.generator()
-    return _finish(rng.random(_sizes(size)).astype(numpy_dtype), requires_grad, device)
+    return _finish(rng.random(_new_sizes(size)).astype(numpy_dtype), requires_grad, device)
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None,
@@ -165,7 +166,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
         raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high))
     _check_device(device)
     rng = generator or _random.generator()
-    return _finish(rng.integers(low, high, _sizes((size,))).astype(_numpy_dtype(dtype, _dtype.int64)),
+    return _finish(rng.integers(low, high, _new_sizes((size,))).astype(_numpy_dtype(dtype, _dtype.int64)),
                    requires_grad, device)
 
 
@@ -193,7 +194,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None
                             "when mean and std are numbers")
         if std < 0:
             raise RuntimeError("normal expects std >= 0.0, but found std %g" % std)
-        return _wrap(rng.normal(mean, std, _sizes((size,))).astype(_numpy_dtype(dtype)))
+        return _wrap(rng.normal(mean, std, _new_sizes((size,))).astype(_numpy_dtype(dtype)))
     ref = mean if mean_t else std
     m = mean._data if mean_t else mean
     sd = std._data if std_t else std
@@ -208,6 +209,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if not all(np.isfinite(float(v)) for v in (start, end, step)):
+        raise ArgumentError("arange(): the range %s -> %s (step %s) is not finite" % (start, end, step))
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:

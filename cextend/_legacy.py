@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from cextend import _dtype
-from cextend.tensor import Size, Tensor, _sizes, _wrap
+from cextend.tensor import Size, Tensor, _new_sizes, _wrap
 from cextend._ops.shape import detach
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
@@ -38,7 +38,7 @@ def _make_type(name, dtype):
             return detach(args[0])
         if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
             return _wrap(np.array(args[0], dtype=dtype.numpy))
-        return _wrap(np.empty(_sizes(args), dtype.numpy))
+        return _wrap(np.empty(_new_sizes(args), dtype.numpy))
     return tensortype(name, (), {"__new__": __new__, "dtype": dtype, "is_cuda": False,
                                  "__module__": "cextend"})
 

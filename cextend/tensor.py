@@ -22,6 +22,8 @@ import numbers
 
 import numpy as np
 
+from cextend._errors import ArgumentError
+
 from cextend import _dtype, _random
 from cextend._device import DeviceArray
 from cextend import _grad_state
@@ -98,6 +100,29 @@ def _sizes(args, what="size"):
     return tuple(sizes)
 
 
+# More elements than any buffer can hold (numpy's limit is bytes < 2**63;
+# 16 bytes covers every dtype's itemsize).
+_MAX_ELEMENTS = (2 ** 63 - 1) // 16
+
+
+def _new_sizes(args, what="size"):
+    """The sizes of a tensor about to be made: _sizes, each non-negative, and
+    not more elements than memory can address (torch raises RuntimeError
+    for both; so does this, as an ArgumentError)."""
+    sizes = _sizes(args, what)
+    for s in sizes:
+        if s < 0:
+            raise ArgumentError("cannot make a tensor with a negative dimension (%d) in its size %s"
+                                % (s, list(sizes)))
+    count = 1
+    for s in sizes:
+        count *= s
+    if count > _MAX_ELEMENTS:
+        raise ArgumentError("a tensor of size %s would have %d elements, more than memory can address"
+                            % (list(sizes), count))
+    return sizes
+
+
 def _dim(dim, ndim):
     """A dimension index in [0, ndim), from a possibly negative one."""
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
@@ -140,7 +165,7 @@ class Tensor:
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
             data = np.array(source, dtype=self._default_dtype)
         else:
-            data = np.empty(_sizes(args), self._default_dtype)
+            data = np.empty(_new_sizes(args), self._default_dtype)
         self._init(data, False)
 
     def _init(self, data, requires_grad):
@@ -456,7 +481,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
             return _wrap(np.array(source, dtype=self._data.dtype))
-        return _wrap(np.empty(_sizes(args), self._data.dtype))
+        return _wrap(np.empty(_new_sizes(args), self._data.dtype))
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new(np.zeros, size, dtype, requires_grad)
@@ -469,11 +494,11 @@ class Tensor:
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
-        return _wrap(np.full(_sizes((size,)), fill_value, numpy_dtype)).requires_grad_(requires_grad)
+        return _wrap(np.full(_new_sizes((size,)), fill_value, numpy_dtype)).requires_grad_(requires_grad)
 
     def _new(self, make, size, dtype, requires_grad):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
-        return _wrap(make(_sizes(size), numpy_dtype)).requires_grad_(requires_grad)
+        return _wrap(make(_new_sizes(size), numpy_dtype)).requires_grad_(requires_grad)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         """Fill with samples from U(a, b) from the global generator (see manual_seed)."""

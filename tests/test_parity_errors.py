@@ -10,6 +10,7 @@ import pytest
 
 import cextend as cx
 import cextend as torch     # the tests written against torch's API spell cextend `torch`
+from parity_helpers import real_torch
 
 F = torch.nn.functional
 
@@ -103,3 +104,32 @@ def test_warnings_from_numpy_do_not_leak_out_of_ops():
         warnings.simplefilter("error")
         (x / 0).log()
         x.log()
+
+
+_BAD_SIZES = {
+    "zeros(-1)": lambda lib: lib.zeros(-1),
+    "randn(-2)": lambda lib: lib.randn(-2),
+    "full((-1,), 1.0)": lambda lib: lib.full((-1,), 1.0),
+    "new_zeros(-1)": lambda lib: lib.ones(1).new_zeros(-1),
+    "empty(2**32, 2**32)": lambda lib: lib.empty(2 ** 32, 2 ** 32),
+    "ones(2**62)": lambda lib: lib.ones(2 ** 62),
+    "arange(0, nan)": lambda lib: lib.arange(0, float("nan")),
+    "arange(0, inf)": lambda lib: lib.arange(0, float("inf")),
+    "repeat(-1)": lambda lib: lib.ones(2).repeat(-1),
+    "expand(-2)": lambda lib: lib.ones(1).expand(-2),
+}
+
+
+@pytest.mark.parametrize("name", list(_BAD_SIZES))
+def test_a_bad_size_is_a_runtime_error_in_cextends_own_words(name):
+    """torch raises RuntimeError; cextend's error is also a ValueError (code
+    written for either catches it), and no numpy message leaks through."""
+    with pytest.raises(RuntimeError) as raised:
+        _BAD_SIZES[name](torch)
+    assert isinstance(raised.value, ValueError)
+    message = str(raised.value)
+    for leak in ("negative dimensions are not allowed", "array is too big", "cannot convert float NaN"):
+        assert leak not in message
+    if real_torch is not None:
+        with pytest.raises(RuntimeError):
+            _BAD_SIZES[name](real_torch)

@@ -10,7 +10,7 @@ from cextend._ops.registry import Sample, method, register
 from cextend.tensor import _wrap as _new_tensor
 from cextend._memory_format import contiguous_format
 from cextend._ops.gather_scatter import index_add
-from cextend.tensor import _dim, _sizes, _wrap as wrap
+from cextend.tensor import _dim, _new_sizes, _sizes, _wrap as wrap
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -119,6 +119,9 @@ _RepeatNode = rec.node_class("RepeatBackward", _repeat_backward)
 
 def repeat(self, *sizes):
     repeats = _sizes(sizes, "repeats")
+    if len(repeats) >= self._data.ndim:      # the result's size: refused if negative or unaddressable
+        _new_sizes(tuple(r * s for r, s in zip(repeats, (1,) * (len(repeats) - self._data.ndim)
+                                               + self._data.shape)))
     if len(repeats) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")

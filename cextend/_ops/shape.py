@@ -14,6 +14,7 @@ from cextend._ops.registry import Sample, method, register
 from cextend.autograd import views
 from cextend.tensor import _alias as _same_memory, _wrap
 from cextend import _dtype
+from cextend._errors import ArgumentError
 from cextend._device import _unsupported
 from cextend._ops._operands import broadcast_shapes
 from cextend._ops.joining import cat, stack
@@ -367,6 +368,9 @@ def _expand_shape(x, sizes):
         current = x._data.shape[i - lead]
         if s == -1:
             s = current
+        if s < 0:
+            raise ArgumentError("expand(): size %d at dim %d of %s is negative (only -1, keep the size, is)"
+                                % (s, i, list(sizes)))
         if current != s and current != 1:
             raise RuntimeError("The expanded size of the tensor (%d) must match the existing size (%d) "
                                "at non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s"

@@ -9,18 +9,7 @@ import numbers
 
 import numpy as np
 
-
-
-class ArgumentError(ValueError, RuntimeError):
-    """A bad size, shape or setting: a ValueError by Python's convention and
-    a RuntimeError as torch raises it, so code written for torch (`except
-    RuntimeError`) catches it too."""
-
-
-class DtypeError(TypeError, RuntimeError):
-    """A tensor of a dtype the kernel does not take: a TypeError, and a
-    RuntimeError as torch's (NotImplementedError, "expected scalar type")."""
-
+from cextend._errors import ArgumentError, DtypeError  # noqa: F401  (this module's errors, named here too)
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 INDEX_DTYPE = np.dtype(np.int64)
