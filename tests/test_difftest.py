@@ -315,6 +315,16 @@ def _gradients_hold(history, code):
     return verify.gradients_hold(cextend, namespace, [Stmt(c, "program") for c in history], Stmt(code, "backward"))
 
 
+# A custom Function whose backward is wrong (3 where the derivative is 2).
+_WRONG_BACKWARD = ("class Bad(torch.autograd.Function):\n"
+                   "    @staticmethod\n"
+                   "    def forward(ctx, x):\n"
+                   "        return x * 2\n"
+                   "    @staticmethod\n"
+                   "    def backward(ctx, g):\n"
+                   "        return g * 3\n")
+
+
 def test_finite_differences_accept_a_correct_backward():
     history = ["v0 = torch.tensor([1.5, -2.0, 0.75], dtype=torch.float64, requires_grad=True)",
                "v1 = torch.tensor([[0.5], [2.0]], requires_grad=True)",
@@ -329,14 +339,7 @@ def test_finite_differences_accept_a_one_sided_derivative_at_a_kink():
 
 
 def test_finite_differences_refuse_a_wrong_backward():
-    bad = ("class Bad(torch.autograd.Function):\n"
-           "    @staticmethod\n"
-           "    def forward(ctx, x):\n"
-           "        return x * 2\n"
-           "    @staticmethod\n"
-           "    def backward(ctx, g):\n"
-           "        return g * 3\n")
-    history = [bad, "v0 = torch.tensor([1.5, -2.0], dtype=torch.float64, requires_grad=True)",
+    history = [_WRONG_BACKWARD, "v0 = torch.tensor([1.5, -2.0], dtype=torch.float64, requires_grad=True)",
                "v1 = Bad.apply(v0)"]
     assert not _gradients_hold(history, "v1.sum().backward()")
 
@@ -353,11 +356,4 @@ def test_finite_differences_check_what_autograd_grad_returns_and_replay_past_fai
                "v1 = v0.expand(2, 3)", "v2 = v1.exp_()",          # raises in both libraries: the program goes on
                "v3 = (v0 * v0).tanh()"]
     assert _gradients_hold(history, "v4 = torch.autograd.grad(v3.mean(), [v0], create_graph=True)")
-    bad = ("class Bad(torch.autograd.Function):\n"
-           "    @staticmethod\n"
-           "    def forward(ctx, x):\n"
-           "        return x * 2\n"
-           "    @staticmethod\n"
-           "    def backward(ctx, g):\n"
-           "        return g * 3\n")
-    assert not _gradients_hold(history + [bad, "v5 = Bad.apply(v3)"], "v6 = torch.autograd.grad(v5.sum(), [v3])")
+    assert not _gradients_hold(history + [_WRONG_BACKWARD, "v5 = Bad.apply(v3)"], "v6 = torch.autograd.grad(v5.sum(), [v3])")

@@ -38,6 +38,10 @@ class Kernels:
 
     def of(self, *arrays):
         """The kernels for arrays (numpy or device) on one device."""
+        if DeviceArray not in map(type, arrays):       # the host: the common case, no set built
+            kernels = self.per_device["cpu"]
+            if kernels is not None:
+                return kernels
         devices = {"cuda" if type(a) is DeviceArray else "cpu" for a in arrays if a is not None}
         if len(devices) > 1:
             raise RuntimeError("%s: expected all operands on one device, got cpu and cuda:0" % self.op)

@@ -75,14 +75,18 @@ def _conv_params(stride, padding, dilation, groups):
     return stride, dilation, groups
 
 
+def _four_d(x_shape, w_shape, weight_layout):
+    if len(x_shape) != 4:
+        raise ArgumentError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
+    if len(w_shape) != 4:
+        raise ArgumentError("weight must be 4-D %s, got shape %s" % (weight_layout, tuple(w_shape)))
+
+
 def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, groups=1):
     """Check a conv2d's operand shapes and parameters; returns (geometry,
     output shape).  padding is an int, a pair, 'valid' or 'same'."""
     stride, dilation, groups = _conv_params(stride, padding, dilation, groups)
-    if len(x_shape) != 4:
-        raise ArgumentError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
-    if len(w_shape) != 4:
-        raise ArgumentError("weight must be 4-D (C_out, C_in/groups, kH, kW), got shape %s" % (tuple(w_shape),))
+    _four_d(x_shape, w_shape, "(C_out, C_in/groups, kH, kW)")
     n, c_in, h, w = x_shape
     c_out, cig, kh, kw = w_shape
     if c_out < groups or c_out % groups:
@@ -134,10 +138,7 @@ def conv_transpose2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, ou
         raise ArgumentError("negative padding is not supported, got padding=%s" % (padding,))
     if min(output_padding) < 0:
         raise ArgumentError("negative output_padding is not supported, got output_padding=%s" % (output_padding,))
-    if len(x_shape) != 4:
-        raise ArgumentError("x must be 4-D (N, C_in, H, W), got shape %s" % (tuple(x_shape),))
-    if len(w_shape) != 4:
-        raise ArgumentError("weight must be 4-D (C_in, C_out/groups, kH, kW), got shape %s" % (tuple(w_shape),))
+    _four_d(x_shape, w_shape, "(C_in, C_out/groups, kH, kW)")
     n, c_in, h, w = x_shape
     w_in, cog, kh, kw = w_shape
     if w_in != c_in:
