@@ -260,6 +260,91 @@ def global_max_pool_backward(grad_values, indices, planes, plane_size, grad_x):
         planes, plane_size, pointer(grad_values), pointer(indices), pointer(grad_x)))
 
 
+# -- a training step's small kernels ------------------------------------------
+# Each answers None (or False) for an operand it does not take -- another
+# dtype, a strided or misaligned layout, a read-only output -- and the
+# caller then runs its numpy formula, which gives the same values.
+
+_TRAINING = {dtype: (ffi.typeof(ctype),
+                     getattr(lib, "cextend_relu_forward_" + sfx), getattr(lib, "cextend_threshold_backward_" + sfx),
+                     getattr(lib, "cextend_axpy_" + sfx), getattr(lib, "cextend_sgd_step_" + sfx))
+             for dtype, ctype, sfx in ((_F32, "float *", "f32"), (_F64, "double *", "f64"))}
+
+
+def relu(x):
+    """x < 0 ? 0 : x as a new C-contiguous array, or None."""
+    entry = _TRAINING.get(x.dtype) if type(x) is _NDARRAY else None
+    if entry is None:
+        return None
+    ctype = entry[0]
+    try:
+        x_ptr = _FROM_BUFFER(ctype, x)
+    except ValueError:
+        return None
+    out = _EMPTY(x.shape, x.dtype)
+    return None if entry[1](x.size, x_ptr, _FROM_BUFFER(ctype, out)) else out
+
+
+def threshold_backward(grad, result):
+    """result <= 0 ? 0 : grad as a new C-contiguous array, or None."""
+    entry = _TRAINING.get(grad.dtype) if type(grad) is _NDARRAY and type(result) is _NDARRAY else None
+    if entry is None or result.dtype is not grad.dtype or result.shape != grad.shape:
+        return None
+    ctype = entry[0]
+    try:
+        g_ptr, r_ptr = _FROM_BUFFER(ctype, grad), _FROM_BUFFER(ctype, result)
+    except ValueError:
+        return None
+    out = _EMPTY(grad.shape, grad.dtype)
+    return None if entry[2](grad.size, g_ptr, r_ptr, _FROM_BUFFER(ctype, out)) else out
+
+
+def _writable(ctype, arr):
+    return _FROM_BUFFER(ctype, arr, require_writable=True)
+
+
+def axpy(alpha, x, y, out=None):
+    """y + alpha * x with one rounding (torch's add(y, x, alpha=alpha)), into out (a new array
+    when None; out may be y); None when an operand is not a C-contiguous array of one float dtype
+    and shape."""
+    entry = _TRAINING.get(y.dtype) if type(x) is _NDARRAY and type(y) is _NDARRAY else None
+    if entry is None or x.dtype is not y.dtype or x.shape != y.shape:
+        return None
+    ctype = entry[0]
+    try:
+        x_ptr, y_ptr = _FROM_BUFFER(ctype, x), _FROM_BUFFER(ctype, y)
+        if out is None:
+            out = _EMPTY(y.shape, y.dtype)
+        elif type(out) is not _NDARRAY or out.dtype is not y.dtype or out.shape != y.shape:
+            return None
+        out_ptr = _writable(ctype, out)
+    except (ValueError, TypeError, BufferError):
+        return None
+    return None if entry[3](y.size, alpha, x_ptr, y_ptr, out_ptr) else out
+
+
+def sgd_step(param, grad, buffer, first_step, lr, weight_decay, momentum, dampening, nesterov, maximize):
+    """torch.optim.SGD's update of one parameter's array in place (and of its momentum buffer,
+    which the first step fills); False, touching nothing, when an array is not C-contiguous, of
+    one float dtype and shape, and writable."""
+    entry = _TRAINING.get(param.dtype) if type(param) is _NDARRAY and type(grad) is _NDARRAY else None
+    if entry is None or grad.dtype is not param.dtype or grad.shape != param.shape:
+        return False
+    ctype = entry[0]
+    try:
+        p_ptr, g_ptr = _writable(ctype, param), _FROM_BUFFER(ctype, grad)
+        if momentum != 0:
+            if type(buffer) is not _NDARRAY or buffer.dtype is not param.dtype or buffer.shape != param.shape:
+                return False
+            b_ptr = _writable(ctype, buffer)
+        else:
+            b_ptr = _NULL
+    except (ValueError, TypeError, BufferError):
+        return False
+    return not entry[4](param.size, p_ptr, g_ptr, b_ptr, int(first_step), -lr, weight_decay, momentum,
+                        1 - dampening, int(bool(nesterov)), int(bool(maximize)))
+
+
 # -- instruction sets and threads ---------------------------------------------
 
 _SPECIAL_OPS = {"erf": lib.CEXTEND_SPECIAL_ERF, "erfc": lib.CEXTEND_SPECIAL_ERFC,

@@ -167,6 +167,40 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
                                          const double *grad_values, const int64_t *indices,
                                          double *grad_x);
 
+/* ---- a training step's small kernels, on count contiguous elements --------
+ * relu:               out = x < 0 ? 0 : x  (NaN and -0.0 pass, as torch's).
+ *                     Args: 1 count, 2 x, 3 out.
+ * threshold_backward: grad_x = result <= 0 ? 0 : grad_out (torch's relu
+ *                     backward).  Args: 1 count, 2 grad_out, 3 result, 4 grad_x.
+ * axpy:               out = y + alpha * x with one rounding (torch's
+ *                     add(y, x, alpha=alpha)).  Args: 1 count, 2 alpha, 3 x,
+ *                     4 y, 5 out.
+ * sgd_step:           torch.optim.SGD's update of one parameter, in place:
+ *                     param, and momentum_buffer when momentum != 0 (NULL is
+ *                     accepted otherwise).  first_step: the buffer starts as
+ *                     the gradient.  neg_lr is -lr; one_minus_dampening is
+ *                     1 - dampening, rounded to the dtype by the caller.
+ *                     Args: 1 count, 2 param, 3 grad, 4 momentum_buffer,
+ *                     5 first_step, 6 neg_lr, 7 weight_decay, 8 momentum,
+ *                     9 one_minus_dampening, 10 nesterov, 11 maximize.
+ * Outputs may be an input exactly (in place); partial overlaps are not
+ * supported.  Results do not depend on the CPU: the fused multiply-adds are
+ * correctly rounded with or without the FMA instruction.
+ */
+int cextend_relu_forward_f32(int64_t count, const float *x, float *out);
+int cextend_relu_forward_f64(int64_t count, const double *x, double *out);
+int cextend_threshold_backward_f32(int64_t count, const float *grad_out, const float *result, float *grad_x);
+int cextend_threshold_backward_f64(int64_t count, const double *grad_out, const double *result,
+                                   double *grad_x);
+int cextend_axpy_f32(int64_t count, float alpha, const float *x, const float *y, float *out);
+int cextend_axpy_f64(int64_t count, double alpha, const double *x, const double *y, double *out);
+int cextend_sgd_step_f32(int64_t count, float *param, const float *grad, float *momentum_buffer,
+                         int first_step, float neg_lr, float weight_decay, float momentum,
+                         float one_minus_dampening, int nesterov, int maximize);
+int cextend_sgd_step_f64(int64_t count, double *param, const double *grad, double *momentum_buffer,
+                         int first_step, double neg_lr, double weight_decay, double momentum,
+                         double one_minus_dampening, int nesterov, int maximize);
+
 /* ---- special functions numpy lacks, elementwise on contiguous buffers ----
  * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,
  * 3 x, 4 out.  NaN propagates; outside the domain (erfinv beyond [-1, 1],

@@ -85,6 +85,32 @@ def pool_backward(sfx):
     return getattr(lib, "cextend_global_max_pool_backward_" + sfx), args, out
 
 
+def relu_forward(sfx):
+    t = CTYPES[sfx]
+    out = {"out": buffer(t, 6)}
+    return getattr(lib, "cextend_relu_forward_" + sfx), [6, data(t, 6), out["out"]], out
+
+
+def threshold_backward(sfx):
+    t = CTYPES[sfx]
+    out = {"grad_x": buffer(t, 6)}
+    return getattr(lib, "cextend_threshold_backward_" + sfx), [6, data(t, 6), data(t, 6), out["grad_x"]], out
+
+
+def axpy(sfx):
+    t = CTYPES[sfx]
+    out = {"out": buffer(t, 6)}
+    return getattr(lib, "cextend_axpy_" + sfx), [6, 0.5, data(t, 6), data(t, 6), out["out"]], out
+
+
+def sgd_step(sfx):
+    """Updates in place: the parameter and the momentum buffer are the outputs."""
+    t = CTYPES[sfx]
+    out = {"param": buffer(t, 6), "momentum_buffer": buffer(t, 6)}
+    args = [6, out["param"], data(t, 6), out["momentum_buffer"], 0, -0.1, 0.01, 0.9, 1.0, 0, 0]
+    return getattr(lib, "cextend_sgd_step_" + sfx), args, out
+
+
 NULL = ffi.NULL
 _KEEP_ALIVE = []
 
@@ -135,6 +161,15 @@ CPU_ONLY_ILLEGAL = {
         ({5: NULL}, -5, "w"), ({7: NULL}, -7, "y"), ({4: misaligned()}, -4, "x"),
         ({6: misaligned()}, -6, "b"), ({1: BIG, 2: BIG}, -2, "k"),
     ],
+    relu_forward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "x"), ({3: NULL}, -3, "out"),
+                   ({1: BIG}, -1, "count"), ({3: misaligned()}, -3, "out")],
+    threshold_backward: [({1: -1}, -1, "count"), ({2: NULL}, -2, "grad_out"), ({3: NULL}, -3, "result"),
+                         ({4: NULL}, -4, "grad_x"), ({3: misaligned()}, -3, "result")],
+    axpy: [({1: -1}, -1, "count"), ({3: NULL}, -3, "x"), ({4: NULL}, -4, "y"), ({5: NULL}, -5, "out"),
+           ({1: BIG}, -1, "count"), ({4: misaligned()}, -4, "y")],
+    sgd_step: [({1: -1}, -1, "count"), ({2: NULL}, -2, "param"), ({3: NULL}, -3, "grad"),
+               ({4: NULL}, -4, "momentum_buffer"), ({5: 2}, -5, "first_step"), ({10: -1}, -10, "nesterov"),
+               ({11: 3}, -11, "maximize"), ({2: misaligned()}, -2, "param"), ({1: BIG}, -1, "count")],
 }
 CASES = [(entry, sfx, change, status, name)
          for table in (ILLEGAL, CPU_ONLY_ILLEGAL)
@@ -178,6 +213,9 @@ def test_null_means_skip_where_documented(sfx):
     assert fn(*args) == 0
     fn, args, out = add_backward(sfx)
     args[2] = args[3] = NULL
+    assert fn(*args) == 0
+    fn, args, out = sgd_step(sfx)
+    args[3], args[7] = NULL, 0.0                     # no momentum: no buffer
     assert fn(*args) == 0
 
 

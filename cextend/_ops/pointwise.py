@@ -320,13 +320,16 @@ class _HostRelu:
 
     @staticmethod
     def relu_forward(x):
-        # 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as in torch
-        return np.where(x < 0, x.dtype.type(0), x)
+        # 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as in torch.
+        # The C kernel takes contiguous float32/float64 in one pass.
+        out = _backend.relu(x)
+        return out if out is not None else np.where(x < 0, x.dtype.type(0), x)
 
     @staticmethod
     def relu_backward(g, result):
         """torch's threshold_backward: 0 where the result is <= 0 (NaN passes the gradient)."""
-        return np.where(result <= 0, g.dtype.type(0), g)
+        out = _backend.threshold_backward(g, result)
+        return out if out is not None else np.where(result <= 0, g.dtype.type(0), g)
 
 
 RELU = Kernels("relu", cpu=_HostRelu, cuda=_cuda_ops)

@@ -15,12 +15,13 @@ Scalars are Python floats, so numpy casts them to the array's dtype first,
 as torch's kernels do (a float32 step computes in float32).
 
 torch's CPU kernels fuse the multiply-adds above (FMA: one rounding for
-a + b*c).  For float32 arrays these helpers do the same by computing the
-multiply-add in float64 -- the float32 product is exact there -- and
-rounding once, which reproduces torch's float32 results bit for bit (tested
-on the primitives; a double-rounding tie would be needed to differ).  In
-float64 they round twice, so single elements may differ from torch's in
-the last bit.  Other operations (sqrt) are torch's own vendor routines and
+a + b*c).  add/add_ of contiguous host arrays run cextend's C kernel, a
+true FMA in both dtypes, so they are torch's to the bit.  Elsewhere
+(strided operands, addcmul_), float32 multiply-adds are computed in
+float64 -- the float32 product is exact there -- and rounded once, which
+reproduces torch's float32 results (a double-rounding tie would be needed
+to differ); in float64 they round twice, so single elements may differ
+from torch's in the last bit.  Other operations (sqrt) are torch's own vendor routines and
 may differ by an ulp.
 
 Written with Python operators (not ufunc `out=`), so the same code runs on
@@ -28,6 +29,7 @@ device arrays for the operations they provide (unfused there).
 """
 import numpy as np
 
+from cextend import _backend
 from cextend.tensor import _wrap
 from cextend import _dtype
 from cextend.tensor import Tensor
@@ -52,6 +54,9 @@ def add(a, b, alpha=1.0):
     """torch.add(a, b, alpha=alpha): a new array."""
     if alpha == 1:
         return a + b
+    fused = _backend.axpy(alpha, b, a)          # contiguous host arrays: one C pass, hardware FMA
+    if fused is not None:
+        return fused
     if _fused(a):
         return _round32(a.astype(np.float64) + np.float64(np.float32(alpha)) * b)
     return a + float(alpha) * b
@@ -60,6 +65,8 @@ def add(a, b, alpha=1.0):
 def add_(a, b, alpha=1.0):
     if alpha == 1:
         a += b
+    elif _backend.axpy(alpha, b, a, out=a) is not None:
+        pass
     elif _fused(a):
         a[...] = add(a, b, alpha)
     else:

@@ -1,4 +1,7 @@
 """SGD: torch.optim.SGD (momentum, dampening, Nesterov, weight decay, maximize)."""
+import numpy as np
+
+from cextend import _backend
 from cextend.optim import _inplace as F
 from cextend.optim._flags import check_flags
 from cextend.optim.optimizer import Optimizer
@@ -46,6 +49,8 @@ class SGD(Optimizer):
             weight_decay = F.scalar(group["weight_decay"])
             for p in self._with_grad(group):
                 state = self.state[p] if momentum != 0 else None
+                if _fused_step(p, state, group, lr, weight_decay):
+                    continue
                 grad = p.grad._data if not group["maximize"] else -p.grad._data
                 if weight_decay != 0:
                     grad = F.add(grad, p._data, alpha=weight_decay)
@@ -62,3 +67,29 @@ class SGD(Optimizer):
                 F.add_(p._data, grad, alpha=-lr)
                 p._bump_version()
         return loss
+
+
+def _fused_step(p, state, group, lr, weight_decay):
+    """The whole update of p (and its momentum buffer) in one C call, with the arithmetic of
+    the step written out in SGD.step; False, having changed nothing, where the kernel does not
+    take the arrays (strided, another dtype, on a device), and the step then runs op by op."""
+    data = p._data
+    if type(data) is not np.ndarray:            # a device array: its own ops, op by op
+        return False
+    momentum = group["momentum"]
+    buf = state.get("momentum_buffer") if state is not None else None
+    first = momentum != 0 and buf is None
+    array = np.empty_like(data) if first else (buf._data if buf is not None else None)
+    try:
+        done = _backend.sgd_step(data, p.grad._data, array, first, lr, weight_decay, momentum,
+                                 group["dampening"], group["nesterov"], group["maximize"])
+    except TypeError:           # a hyperparameter that is not a number: the op-by-op step says so
+        return False
+    if not done:
+        return False
+    if first:
+        state["momentum_buffer"] = _wrap(array)
+    elif buf is not None:
+        buf._bump_version()
+    p._bump_version()
+    return True

@@ -1,0 +1,147 @@
+/*
+ * generic/training.c -- relu, its backward, and the SGD update, for one
+ * REAL.  Outputs may alias inputs exactly (in place); partial overlaps are
+ * not supported.
+ */
+
+int CX_FN(cextend_relu_forward)(int64_t count, const REAL *x, REAL *out)
+{
+    static const char fn[] = "cextend_relu_forward_" CX_STR(SFX);
+    int st;
+    if ((st = cx_check_size(fn, 1, "count", count)) ||
+        (st = cx_check_vector(fn, "x", 0, x, 2, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "out", 0, out, 3, count, 1, "count", sizeof(REAL))))
+        return st;
+    /* 0 only where x < 0: NaN propagates and -0.0 stays -0.0, as torch's relu. */
+    for (int64_t i = 0; i < count; ++i)
+        out[i] = x[i] < 0 ? (REAL)0 : x[i];
+    return CEXTEND_OK;
+}
+
+int CX_FN(cextend_threshold_backward)(int64_t count, const REAL *grad_out, const REAL *result,
+                                      REAL *grad_x)
+{
+    static const char fn[] = "cextend_threshold_backward_" CX_STR(SFX);
+    int st;
+    if ((st = cx_validate_unary(fn, sizeof(REAL), count, grad_out, "grad_out", grad_x, "grad_x")) ||
+        (st = cx_check_vector(fn, "result", 0, result, 3, count, 1, "count", sizeof(REAL))))
+        return st;
+    /* torch's threshold_backward: 0 where the result is <= 0; a NaN result passes the gradient. */
+    for (int64_t i = 0; i < count; ++i) {
+        /* Both loads unconditional, so the loop is a branch-free select (a
+         * conditional load would be a mispredicted branch per element). */
+        const REAL g = grad_out[i], r = result[i];
+        grad_x[i] = r <= 0 ? (REAL)0 : g;
+    }
+    return CEXTEND_OK;
+}
+
+/* ---- add(y, x, alpha) = y + alpha * x, one rounding ---------------------- */
+
+static inline __attribute__((always_inline))
+void CX_FN(axpy_loop)(int64_t count, REAL alpha, const REAL *x, const REAL *y, REAL *out)
+{
+    for (int64_t i = 0; i < count; ++i)
+        out[i] = CX_FMA(alpha, x[i], y[i]);
+}
+
+#if CX_FMA_CLONES
+CX_TARGET_FMA static void CX_FN(axpy_fma)(int64_t count, REAL alpha, const REAL *x, const REAL *y, REAL *out)
+{
+    CX_FN(axpy_loop)(count, alpha, x, y, out);
+}
+#endif
+
+int CX_FN(cextend_axpy)(int64_t count, REAL alpha, const REAL *x, const REAL *y, REAL *out)
+{
+    static const char fn[] = "cextend_axpy_" CX_STR(SFX);
+    int st;
+    if ((st = cx_check_size(fn, 1, "count", count)) ||
+        (st = cx_check_vector(fn, "x", 0, x, 3, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "y", 0, y, 4, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "out", 0, out, 5, count, 1, "count", sizeof(REAL))))
+        return st;
+#if CX_FMA_CLONES
+    if (cx_cpu_has_fma()) {
+        CX_FN(axpy_fma)(count, alpha, x, y, out);
+        return CEXTEND_OK;
+    }
+#endif
+    CX_FN(axpy_loop)(count, alpha, x, y, out);
+    return CEXTEND_OK;
+}
+
+/* ---- SGD: torch's single-tensor step, element by element ------------------
+ * The operations and their order are those of torch.optim.SGD's
+ * _single_tensor_sgd, each rounded to REAL as torch's in-place ops round:
+ *   g = maximize ? -grad : grad
+ *   g = g + weight_decay * param                      (if weight_decay != 0)
+ *   buf = first ? g : buf * momentum + (1 - dampening) * g     (if momentum != 0)
+ *   g = nesterov ? g + momentum * buf : buf
+ *   param = param - lr * g
+ */
+
+static inline __attribute__((always_inline))
+void CX_FN(sgd_loop)(int64_t count, REAL *param, const REAL *grad, REAL *buf, int first_step,
+                     REAL neg_lr, REAL weight_decay, REAL momentum, REAL one_minus_dampening,
+                     int nesterov, int maximize)
+{
+    for (int64_t i = 0; i < count; ++i) {
+        REAL p = param[i];
+        REAL g = maximize ? -grad[i] : grad[i];
+        if (weight_decay != 0)
+            g = CX_FMA(weight_decay, p, g);
+        if (momentum != 0) {
+            REAL b;
+            if (first_step) {
+                b = g;
+            } else {
+                b = buf[i] * momentum;
+                b = CX_FMA(one_minus_dampening, g, b);
+            }
+            buf[i] = b;
+            g = nesterov ? CX_FMA(momentum, b, g) : b;
+        }
+        param[i] = CX_FMA(neg_lr, g, p);
+    }
+}
+
+#if CX_FMA_CLONES
+CX_TARGET_FMA static void CX_FN(sgd_fma)(int64_t count, REAL *param, const REAL *grad, REAL *buf,
+                                         int first_step, REAL neg_lr, REAL weight_decay, REAL momentum,
+                                         REAL one_minus_dampening, int nesterov, int maximize)
+{
+    CX_FN(sgd_loop)(count, param, grad, buf, first_step, neg_lr, weight_decay, momentum,
+                    one_minus_dampening, nesterov, maximize);
+}
+#endif
+
+int CX_FN(cextend_sgd_step)(int64_t count, REAL *param, const REAL *grad, REAL *momentum_buffer,
+                            int first_step, REAL neg_lr, REAL weight_decay, REAL momentum,
+                            REAL one_minus_dampening, int nesterov, int maximize)
+{
+    static const char fn[] = "cextend_sgd_step_" CX_STR(SFX);
+    int st;
+    if ((st = cx_check_size(fn, 1, "count", count)) ||
+        (st = cx_check_vector(fn, "param", 0, param, 2, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "grad", 0, grad, 3, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "momentum_buffer", momentum == 0, momentum_buffer, 4, count, 1, "count",
+                              sizeof(REAL))))
+        return st;
+    if (first_step != 0 && first_step != 1)
+        return cx_illegal(fn, 5, "first_step", "must be 0 or 1, got %d", first_step);
+    if (nesterov != 0 && nesterov != 1)
+        return cx_illegal(fn, 10, "nesterov", "must be 0 or 1, got %d", nesterov);
+    if (maximize != 0 && maximize != 1)
+        return cx_illegal(fn, 11, "maximize", "must be 0 or 1, got %d", maximize);
+#if CX_FMA_CLONES
+    if (cx_cpu_has_fma()) {
+        CX_FN(sgd_fma)(count, param, grad, momentum_buffer, first_step, neg_lr, weight_decay, momentum,
+                       one_minus_dampening, nesterov, maximize);
+        return CEXTEND_OK;
+    }
+#endif
+    CX_FN(sgd_loop)(count, param, grad, momentum_buffer, first_step, neg_lr, weight_decay, momentum,
+                    one_minus_dampening, nesterov, maximize);
+    return CEXTEND_OK;
+}
