@@ -23,6 +23,13 @@ class Kernels:
 
     def on(self, **operands):
         """The kernels for the (non-None) Tensor operands' one device."""
+        for t in operands.values():          # all on the host: the common case, no dicts built
+            if t is not None and type(t._data) is DeviceArray:
+                break
+        else:
+            kernels = self.per_device["cpu"]
+            if kernels is not None:
+                return kernels
         devices = {name: _device(t) for name, t in operands.items() if t is not None}
         found = set(devices.values())
         if len(found) > 1:

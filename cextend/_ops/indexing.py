@@ -154,11 +154,18 @@ def _check_steps(x, parts):
             dim += 1
 
 
+_PLAIN_BOUNDS = (int, type(None))
+
+
 def _is_int(p):
     return isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_))
 
 
 def getitem(self, key):
+    if type(key) is slice and key.step is None and type(key.start) in _PLAIN_BOUNDS \
+            and type(key.stop) in _PLAIN_BOUNDS and self._data.ndim:
+        # x[a:b], a batch of a dataset: nothing for the general checks to refuse
+        return _slice_view(self, self._data[key], lambda t: t[key], _SliceNode)
     parts = _parts(key)
     _check_steps(self, parts)
     if _legacy_scalar_index(self, parts):

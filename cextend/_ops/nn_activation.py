@@ -124,7 +124,19 @@ def _softmax_backward(node, g, result):
 
 
 def _log_softmax_backward(node, g, result):
+    gd, rd = g._data, result._data
+    if type(gd) is np.ndarray and type(rd) is np.ndarray and gd.dtype is rd.dtype \
+            and gd.dtype.kind == "f" and gd.itemsize >= 4 and gd.flags.c_contiguous \
+            and rd.flags.c_contiguous and not rec.needs_grad(g, result):
+        # Nothing records (a plain backward): the same formula on the arrays, without a
+        # Tensor and a dispatch per step.  float16 keeps the Tensor path (its opmath rules),
+        # and other layouts too (the result's layout follows torch's rules there).
+        return _wrap(quietly(_log_softmax_grad_array, gd, rd, node.dim))
     return g - result.exp() * g.sum(node.dim, keepdim=True)
+
+
+def _log_softmax_grad_array(g, result, dim):
+    return g - np.exp(result) * g.sum(axis=dim, keepdims=True)
 
 
 _SoftmaxNode = rec.node_class("SoftmaxBackward", _softmax_backward)
