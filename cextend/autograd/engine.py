@@ -194,6 +194,9 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
             buf = buffers[node] = [None] * node.num_outputs
             root_nodes.append(node)
         buf[nr] = _add(buf[nr], g, create_graph) if g is not None else buf[nr]
+    if capture is None:
+        _accumulate_pass(buffers, root_nodes, retain_graph, create_graph)
+        return None
     order, dependencies = _graph(root_nodes)
     needed = target_nodes = None
     if capture is not None:
@@ -288,6 +291,55 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
 
 
 _FIRST = -(1 << 62)         # a ready-queue key below any -seq: torch's UINT64_MAX priority
+
+
+def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
+    """execute() without capture (backward() into the leaves' .grad), the
+    common case of a training step: every reachable node runs, so the
+    loop needs none of the capture bookkeeping, and each edge is visited
+    once (its gradient stored, then its count of pending inputs lowered).
+    The ready-queue order and every check are execute()'s."""
+    _, dependencies = _graph(root_nodes)
+    first = itertools.count(_FIRST).__next__
+    ready = [(first() if n._runs_first else -n._seq, n) for n in root_nodes if not dependencies.get(n)]
+    heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
+    previous_mode = grad_mode.is_grad_enabled()
+    grad_mode._set_enabled(create_graph)
+    try:
+        while ready:
+            node = heappop(ready)[1]
+            grads = buffers.pop(node, None) or [None] * node.num_outputs
+            if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
+                                                        node.variable._hooks):
+                grads = _tensor_hooks(node, grads)
+            if node._pre_hooks is None and node._post_hooks is None:
+                results = node.apply(grads)
+            else:
+                results = _run(node, grads)
+            if not retain_graph:
+                node._release()
+            metas = node._input_meta
+            count = len(results)
+            for i, (child, nr) in enumerate(node.next_functions):
+                if child is None:
+                    continue
+                g = results[i] if i < count else None
+                if g is not None:
+                    meta = metas[i]
+                    if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0]
+                                             or g._data.dtype != meta[1]):
+                        g = fit_gradient(node, i, g, meta)
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * child.num_outputs
+                    buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
+                left = dependencies[child] - 1
+                dependencies[child] = left
+                if left == 0:
+                    heappush(ready, (first() if child._runs_first else -child._seq, child))
+    finally:
+        grad_mode._set_enabled(previous_mode)
 
 
 def _lone_root_hooks(node, grads, create_graph):
