@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A newcomer's install-and-build path on one Python interpreter, in a fresh
 # virtual environment, following the README's commands:
-#   pip install <this checkout>; pip install pytest
+#   pip install '<this checkout>[ffi]' pytest   (ffi: setuptools, for create_extension)
 #   cextend-new-op NAME && cd NAME && python build.py && python -m pytest
 #   examples/script: python build.py && python -m pytest test.py
 #   examples/package: python -m pip install --no-build-isolation . && python -m pytest test.py
@@ -17,7 +17,7 @@ echo "== $("$python" --version 2>&1): install cextend into a fresh venv"
 "$python" -m venv "$work/venv"
 export PATH="$work/venv/bin:$PATH"
 unset PYTHONPATH VIRTUAL_ENV
-pip install --quiet --disable-pip-version-check "$root" pytest
+pip install --quiet --disable-pip-version-check "$root[ffi]" pytest
 cd "$work"      # outside the checkout: the installed copy is the one imported
 python -c "import cextend, sys; print('cextend', cextend.__version__, 'on Python', sys.version.split()[0])"
 

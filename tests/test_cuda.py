@@ -30,7 +30,10 @@ def built_library(tmp_path_factory):
     return build_cuda_library(str(out))
 
 
+# The tests that build the library with nvcc (for five architectures) are long
+# runs: `make cuda` and `make test-all` run them.
 @needs_nvcc
+@pytest.mark.long_run
 def test_builds_for_every_architecture_and_exports_every_entry_point(built_library):
     exported = subprocess.run(["nm", "-D", "--defined-only", built_library], capture_output=True,
                               text=True, check=True).stdout
@@ -67,6 +70,7 @@ def test_availability_says_why():
 
 
 @needs_nvcc
+@pytest.mark.long_run
 def test_argument_checks_match_the_cpu_library(built_library):
     """Illegal arguments are rejected on the host before any CUDA call, with
     the CPU entry point's status and message, so this runs without a GPU."""

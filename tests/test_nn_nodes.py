@@ -93,11 +93,22 @@ PROGRAMS = list(_programs())
 IDS = [p[0] for p in PROGRAMS]
 
 
+def _derivative_cases():
+    """The 2-D padding modes are long runs (`make test-all`; the slowest
+    cases here): the padding op is one code path for both (index maps over
+    the last two dims; circular slices each padded dim in turn), which the
+    1-D cases run in make test, and tests/test_cnn_gradcheck.py gradchecks
+    Conv2d's padding modes."""
+    return [pytest.param(*program, id=program[0],
+                         marks=[pytest.mark.long_run] if program[0].startswith("conv2d padding_mode=") else [])
+            for program in PROGRAMS]
+
+
 def _first(output):
     return output[0] if isinstance(output, tuple) else output
 
 
-@pytest.mark.parametrize("name, arrays, fn", PROGRAMS, ids=IDS)
+@pytest.mark.parametrize("name, arrays, fn", _derivative_cases())
 def test_gradients_of_first_and_second_order_match_finite_differences(name, arrays, fn):
     """gradcheck of the op, gradgradcheck of the op (its backward's backward)
     and gradgradcheck of its gradient (the third derivative)."""

@@ -64,8 +64,21 @@ def _differentiable(outputs):
     return tuple(o for o in outs if isinstance(o, cx.Tensor) and o.requires_grad)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("name,index", _cases("gradcheck"))
+def _gradcheck_cases():
+    """Every sample on every layout.  The strided layouts of an op's later
+    samples are long runs (`make test-all`): the layout handling is the op's,
+    which its first sample on that layout exercises, and the later samples'
+    shapes and arguments run contiguous."""
+    cases = []
+    for case in _cases("gradcheck"):
+        name, index = case.values
+        for layout in LAYOUTS:
+            marks = [pytest.mark.long_run] if layout != "contiguous" and index > 0 else []
+            cases.append(pytest.param(name, index, layout, id="%s-%s" % (case.id, layout), marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize("name,index,layout", _gradcheck_cases())
 def test_gradcheck(name, index, layout):
     info, sample = _sample(name, index)
     if layout not in info.layouts:

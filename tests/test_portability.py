@@ -8,6 +8,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.long_run           # every C source through a cross compiler; `make test-all` (CI) runs it
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None,
                     reason="aarch64-linux-gnu-gcc not installed (Debian: gcc-aarch64-linux-gnu)")
 def test_c_sources_compile_for_aarch64():

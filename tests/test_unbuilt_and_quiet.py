@@ -119,3 +119,37 @@ def test_create_extension_builds_quietly_unless_verbose(script):
         create_extension('_ext.my_lib', headers=['src/my_lib.h'], sources=['src/my_lib.c'], verbose=True).build()
         """, script)
     assert loud.returncode == 0 and "generating" in loud.stdout + loud.stderr
+
+
+def test_create_extension_without_setuptools_says_how_to_get_it(script):
+    """cextend does not depend on setuptools (only create_extension's builds
+    need it): without it, create_extension names the extra that brings it.
+    The interpreter is started with setuptools and distutils unimportable."""
+    result = python("""
+        import sys
+        sys.modules["setuptools"] = sys.modules["distutils"] = sys.modules["distutils.core"] = None
+        from cextend.utils.ffi import create_extension
+        create_extension('_ext.my_lib', headers=['src/my_lib.h'], sources=['src/my_lib.c'])
+        """, script)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == ("ModuleNotFoundError: create_extension builds C extensions with setuptools, which is not "
+                    "installed: pip install 'cextend[ffi]' (or pip install setuptools)"), result.stderr
+    assert not (script / "_ext").exists()
+
+
+def test_cextend_runs_without_setuptools_tqdm_and_threadpoolctl(tmp_path):
+    """numpy and cffi are the only runtime requirements: the package, its ops,
+    autograd and nn work with the optional packages unimportable."""
+    result = python("""
+        import sys
+        for name in ("setuptools", "distutils", "tqdm", "threadpoolctl", "torch"):
+            sys.modules[name] = None
+        import cextend, cextend.nn as nn
+        from cextend.utils.ffi import load_inline  # noqa: F401  (the JIT path needs no setuptools)
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        model(cextend.randn(5, 3)).sum().backward()
+        print(model[0].weight.grad.shape)
+        """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "cextend.Size([4, 3])"

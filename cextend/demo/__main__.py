@@ -1,4 +1,10 @@
 """python -m cextend.demo"""
-from cextend.demo import main
+import sys
 
-raise SystemExit(main())
+try:
+    from cextend.demo import main
+    status = main()
+except KeyboardInterrupt:          # Ctrl-C while importing: one line, as main() prints
+    print("cextend.demo: interrupted", file=sys.stderr)
+    status = 130
+raise SystemExit(status)

@@ -3,11 +3,16 @@
 A progress bar redraws itself with carriage returns; in a pipe or a CI log
 those pile up into one enormous line, so when the stream is not a terminal
 each epoch prints a short line instead.  In a terminal the bar takes the
-terminal's width (and follows it when the window is resized).
+terminal's width (and follows it when the window is resized).  The bar is
+tqdm's (`pip install cextend[demo]`); without tqdm a terminal gets the
+plain lines too.
 """
 import sys
 
-from tqdm import tqdm
+try:
+    from tqdm import tqdm
+except ImportError:         # the demo extra is not installed: plain lines
+    tqdm = None
 
 
 class EpochProgress:
@@ -17,7 +22,7 @@ class EpochProgress:
         self.label = label
         isatty = getattr(self.stream, "isatty", None)
         self.bar = None
-        if isatty is not None and isatty():
+        if tqdm is not None and isatty is not None and isatty():
             self.bar = tqdm(total=epochs, desc=label, unit="epoch", file=self.stream,
                             dynamic_ncols=True, leave=True,
                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
@@ -36,3 +41,4 @@ class EpochProgress:
     def close(self):
         if self.bar is not None:
             self.bar.close()
+            self.bar = None

@@ -87,8 +87,9 @@ def report(times, ours, labels, stream=None):
     return ratios
 
 
-def compare(runners, labels, rounds, threads, torch=None, stream=None):
-    """Section 3: time runners (cextend's first) in turns and print the report."""
+def compare(runners, labels, rounds, threads, torch=None, stream=None, notes=()):
+    """Section 3: time runners (cextend's first) in turns and print the report,
+    then the notes (why a row is missing)."""
     print("3. one training epoch, the same model and batches: %d interleaved" % rounds, file=stream)
     print("   rounds after a warm-up, %d thread(s) each; medians (ranges)" % threads, file=stream)
     with threads_each(threads, torch) as note:
@@ -96,4 +97,7 @@ def compare(runners, labels, rounds, threads, torch=None, stream=None):
             print("   (%s)" % note, file=stream)
         print(file=stream, flush=True)
         times = interleaved_epochs(runners, rounds)
-    return report(times, next(iter(runners)), labels, stream)
+    ratios = report(times, next(iter(runners)), labels, stream)
+    for note in notes:
+        print("   (%s)" % note, file=stream)
+    return ratios

@@ -36,22 +36,24 @@ def fit(model, optimizer, data, epochs, batch_size, seed, scheduler=None, stream
                         batch_size=batch_size, shuffle=True, generator=seed)
     loss_fn = nn.CrossEntropyLoss()
     progress = EpochProgress(epochs, stream)
-    for epoch in range(1, epochs + 1):
-        model.train()
-        start = time.perf_counter()
-        total = 0.0
-        for images, labels in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(images), labels)
-            loss.backward()
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            total += loss.item() * len(labels)
-        seconds = time.perf_counter() - start
-        progress.update(epoch, seconds, total / len(y_train), accuracy(model, x_train, y_train),
-                        accuracy(model, x_test, y_test))
-    progress.close()
+    try:
+        for epoch in range(1, epochs + 1):
+            model.train()
+            start = time.perf_counter()
+            total = 0.0
+            for images, labels in loader:
+                optimizer.zero_grad()
+                loss = loss_fn(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                total += loss.item() * len(labels)
+            seconds = time.perf_counter() - start
+            progress.update(epoch, seconds, total / len(y_train), accuracy(model, x_train, y_train),
+                            accuracy(model, x_test, y_test))
+    finally:                # Ctrl-C too: the bar ends its line before the demo says it stopped
+        progress.close()
     return accuracy(model, x_test, y_test)
 
 
@@ -90,14 +92,15 @@ def library_step(lib, model, optimizer, scheduler, x, y):
 
 
 def load_torch(wanted):
-    """torch, when wanted and installed (cextend itself never needs it); else None."""
+    """(torch, None) when wanted and installed (cextend itself never needs it);
+    else (None, why not), for the line that says why a timing row is missing."""
     if not wanted:
-        return None
+        return None, "--no-torch leaves torch out"
     try:
         import torch
     except ImportError:
-        return None
-    return torch
+        return None, "torch is not installed"
+    return torch, None
 
 
 def torch_twin(torch, model, build):

@@ -26,6 +26,7 @@ around each call.
 """
 import os
 import shutil
+import sys
 
 from cffi import FFI
 
@@ -51,6 +52,25 @@ def _strip_preprocessor(source):
     return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
+def _require_setuptools():
+    """cffi compiles a create_extension build through setuptools (or, before
+    Python 3.12, the standard library's distutils); cextend itself does not
+    depend on it, so without it say how to get it rather than fail inside cffi."""
+    try:
+        import setuptools  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if sys.version_info < (3, 12):
+        try:
+            import distutils.core  # noqa: F401
+            return
+        except ImportError:
+            pass
+    raise ModuleNotFoundError("create_extension builds C extensions with setuptools, which is not installed: "
+                              "pip install 'cextend[ffi]' (or pip install setuptools)", name="setuptools")
+
+
 def create_extension(name, headers, sources, verbose=False, with_cuda=False, package=False,
                      relative_to=".", **kwargs):
     """A cffi builder for a C extension named `name` ("pkg.sub.my_lib").
@@ -60,8 +80,9 @@ def create_extension(name, headers, sources, verbose=False, with_cuda=False, pac
     adds the CUDA include and library paths (and cudart); extra kwargs
     (define_macros, include_dirs, extra_objects, extra_compile_args, ...)
     go to the compiler as in setuptools.  Returns the cffi FFI builder, with
-    a `build()` method.
+    a `build()` method.  It needs setuptools (`pip install 'cextend[ffi]'`).
     """
+    _require_setuptools()
     base = os.path.abspath(os.path.dirname(relative_to) if os.path.isfile(relative_to) or
                            relative_to.endswith(".py") else relative_to)
     if isinstance(headers, str):
