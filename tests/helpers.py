@@ -81,7 +81,7 @@ def layouts(a):
 
 # What a user's build leaves in an example's folder (build.py's _ext/,
 # setuptools' build/ and egg-info, compiled modules): a test copies the
-# sources, never a build made by following the README in the checkout.
+# sources, never a build made by following the docs in the checkout.
 BUILD_PRODUCTS = shutil.ignore_patterns("_ext", "build", "dist", "*.egg-info", "*.so", "*.o",
                                         "__pycache__", ".pytest_cache")
 

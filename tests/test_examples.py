@@ -49,18 +49,27 @@ def fresh_venv(path):
     return python
 
 
-def readme_commands(marker):
-    """The shell commands of the README block that follows `marker`."""
-    with open(os.path.join(ROOT, "README.md")) as f:
-        text = f.read()
+def documented_commands(marker):
+    """The shell commands of the block that follows `marker` in README.md or
+    docs/*.md (exactly one of them has it)."""
+    documents = ["README.md"] + sorted(os.path.join("docs", name) for name in os.listdir(os.path.join(ROOT, "docs"))
+                                       if name.endswith(".md"))
+    found = []
+    for document in documents:
+        with open(os.path.join(ROOT, document)) as f:
+            text = f.read()
+        if marker in text:
+            found.append(text)
+    assert len(found) == 1, (marker, len(found))
+    text = found[0]
     block = text[text.index(marker):].split("```sh\n", 1)[1].split("```", 1)[0]
     return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
 
 
-def test_package_example_installs_and_passes_with_the_readme_commands(tmp_path):
-    """README: cd examples/package; python -m pip install --no-build-isolation .;
+def test_package_example_installs_and_passes_with_the_documented_commands(tmp_path):
+    """docs/writing-c-ops.md: cd examples/package; python -m pip install --no-build-isolation .;
     python -m pytest test.py -- literally, in a fresh venv, from the package's folder."""
-    commands = readme_commands("runs the package example's commands -->")
+    commands = documented_commands("runs the package example's commands -->")
     assert commands == ["cd examples/package", "python -m pip install --no-build-isolation .",
                         "python -m pytest test.py"], commands
     checkout = tmp_path / "checkout"
@@ -78,7 +87,10 @@ def test_package_example_installs_and_passes_with_the_readme_commands(tmp_path):
 
 
 def test_scaffolded_op_builds_and_passes_its_opcheck(tmp_path):
-    """The README's flow: cextend-new-op NAME && cd NAME && python build.py && python -m pytest."""
+    """The documented flow (docs/writing-c-ops.md): cextend-new-op NAME && cd NAME && python build.py
+    && python -m pytest."""
+    assert documented_commands("tests/test_examples.py and CI run this flow -->") == [
+        "pip install pytest", "cextend-new-op my_square", "cd my_square && python build.py && python -m pytest"]
     out = run([sys.executable, "-m", "cextend.utils.new_op", "my_square", "--dir", str(tmp_path)], tmp_path)
     op = tmp_path / "my_square"
     assert "created" in out and "pip install pytest" in out and (op / "my_square.c").exists()

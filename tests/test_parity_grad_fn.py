@@ -81,7 +81,7 @@ def test_grad_fn_repr_uses_the_class_name_as_torch():
     assert repr(torch.zeros(2).copy_(x)) == "tensor([1., 1.], grad_fn=<CopyBackwards>)"
 
 
-# ops cextend composes from others: their grad_fn is the last op's (README, deviations)
+# ops cextend composes from others: their grad_fn is the last op's (docs/torch-parity.md)
 COMPOSED = {"conv1d", "conv_transpose1d", "floor_divide", "matmul", "nanmedian", "rot90", "rsub"}
 
 

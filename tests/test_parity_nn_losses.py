@@ -238,7 +238,7 @@ def test_nll_loss_and_cross_entropy_with_infinities_match_torch(shape, target_sh
 
 
 # -- where torch's backward raises by a torch bug, cextend differentiates --------------------------
-# (documented deviations: tests/difftest/allowlist.ALLOWED and the README)
+# (documented deviations: tests/difftest/allowlist.ALLOWED and docs/torch-parity.md)
 
 @pytest.mark.disagreement("D72")
 @pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float32", "float64")])

@@ -1,11 +1,12 @@
 """The documented deviations from torch: the one place they live.
 
 ALLOWED holds the statement patterns where cextend deliberately differs
-from torch, each with its reason; README.md (the "Torch parity" section's
-documented deviations) lists them.  A deviation can only excuse a statement
-where exactly one of the two libraries raised: `excuse` checks this
-before asking any entry, so a deviation never stands for a different
-number without an error.
+from torch, each with its reason; docs/torch-parity.md lists them (its
+"Deliberately different" section) and the UNSPECIFIED ops (its
+"Unspecified" section).  A deviation can only excuse a statement where
+exactly one of the two libraries raised: `excuse` checks this before
+asking any entry, so a deviation never stands for a different number
+without an error.
 
 OPEN holds known bugs, parked while the library is fixed; each names its
 entry in DISAGREEMENTS.md and starts with "OPEN:".  They are not
@@ -358,7 +359,7 @@ TORCH_BUGS = {
            "tensor without storage; the generator gives sgn no operand that requires grad",
 }
 # Where torch 2.13 is inconsistent with itself outside the op table, the
-# generator steers around too (no README entry: no generated program does it):
+# generator steers around too (no entry in docs/torch-parity.md: no generated program does it):
 # - torch.autograd.grad with a hooked non-leaf among its inputs (D26): torch
 #   returns that input's gradient before its hook when the input's node runs
 #   anyway (another input lies below it), after the hook when it is the only
