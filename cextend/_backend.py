@@ -267,7 +267,8 @@ def global_max_pool_backward(grad_values, indices, planes, plane_size, grad_x):
 
 _TRAINING = {dtype: (ffi.typeof(ctype),
                      getattr(lib, "cextend_relu_forward_" + sfx), getattr(lib, "cextend_threshold_backward_" + sfx),
-                     getattr(lib, "cextend_axpy_" + sfx), getattr(lib, "cextend_sgd_step_" + sfx))
+                     getattr(lib, "cextend_axpy_" + sfx), getattr(lib, "cextend_sgd_step_" + sfx),
+                     getattr(lib, "cextend_adam_step_" + sfx))
              for dtype, ctype, sfx in ((_F32, "float *", "f32"), (_F64, "double *", "f64"))}
 
 
@@ -343,6 +344,31 @@ def sgd_step(param, grad, buffer, first_step, lr, weight_decay, momentum, dampen
         return False
     return not entry[4](param.size, p_ptr, g_ptr, b_ptr, int(first_step), -lr, weight_decay, momentum,
                         1 - dampening, int(bool(nesterov)), int(bool(maximize)))
+
+
+ADAM_NO_DECAY, ADAM_L2, ADAM_DECOUPLED = 0, 1, 2
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2, bias_correction2_sqrt,
+              eps, neg_step_size, maximize):
+    """torch.optim.Adam's (AdamW's) update of one parameter's array in place, with its two moment
+    buffers; False, touching nothing, when an array is not C-contiguous, of one float dtype and
+    shape, and writable."""
+    entry = _TRAINING.get(param.dtype) if type(param) is _NDARRAY and type(grad) is _NDARRAY else None
+    if entry is None:
+        return False
+    dtype, shape = param.dtype, param.shape
+    for array in (grad, exp_avg, exp_avg_sq):
+        if type(array) is not _NDARRAY or array.dtype is not dtype or array.shape != shape:
+            return False
+    ctype = entry[0]
+    try:
+        pointers = (_writable(ctype, param), _FROM_BUFFER(ctype, grad), _writable(ctype, exp_avg),
+                    _writable(ctype, exp_avg_sq))
+    except (ValueError, TypeError, BufferError):
+        return False
+    return not entry[5](param.size, *pointers, decay_mode, decay, lerp_weight, beta2, 1 - beta2,
+                        bias_correction2_sqrt, eps, neg_step_size, int(bool(maximize)))
 
 
 # -- instruction sets and threads ---------------------------------------------

@@ -183,6 +183,17 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
  *                     Args: 1 count, 2 param, 3 grad, 4 momentum_buffer,
  *                     5 first_step, 6 neg_lr, 7 weight_decay, 8 momentum,
  *                     9 one_minus_dampening, 10 nesterov, 11 maximize.
+ * adam_step:          torch.optim.Adam's (AdamW's) update of one parameter
+ *                     without amsgrad, in place: param, exp_avg, exp_avg_sq.
+ *                     decay_mode: 0 none, 1 L2 (decay = weight_decay),
+ *                     2 decoupled (decay = 1 - lr * weight_decay).
+ *                     lerp_weight = 1 - beta1; neg_step_size =
+ *                     -lr / (1 - beta1^step); bias_correction2_sqrt =
+ *                     sqrt(1 - beta2^step), each rounded to the dtype by the
+ *                     caller.  Args: 1 count, 2 param, 3 grad, 4 exp_avg,
+ *                     5 exp_avg_sq, 6 decay_mode, 7 decay, 8 lerp_weight,
+ *                     9 beta2, 10 one_minus_beta2, 11 bias_correction2_sqrt,
+ *                     12 eps, 13 neg_step_size, 14 maximize.
  * Outputs may be an input exactly (in place); partial overlaps are not
  * supported.  Results do not depend on the CPU: the fused multiply-adds are
  * correctly rounded with or without the FMA instruction.
@@ -200,6 +211,13 @@ int cextend_sgd_step_f32(int64_t count, float *param, const float *grad, float *
 int cextend_sgd_step_f64(int64_t count, double *param, const double *grad, double *momentum_buffer,
                          int first_step, double neg_lr, double weight_decay, double momentum,
                          double one_minus_dampening, int nesterov, int maximize);
+int cextend_adam_step_f32(int64_t count, float *param, const float *grad, float *exp_avg, float *exp_avg_sq,
+                          int decay_mode, float decay, float lerp_weight, float beta2, float one_minus_beta2,
+                          float bias_correction2_sqrt, float eps, float neg_step_size, int maximize);
+int cextend_adam_step_f64(int64_t count, double *param, const double *grad, double *exp_avg,
+                          double *exp_avg_sq, int decay_mode, double decay, double lerp_weight, double beta2,
+                          double one_minus_beta2, double bias_correction2_sqrt, double eps,
+                          double neg_step_size, int maximize);
 
 /* ---- special functions numpy lacks, elementwise on contiguous buffers ----
  * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,

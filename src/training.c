@@ -1,6 +1,7 @@
 /*
  * training.c -- the small kernels of a training step that numpy spends
- * several passes on: relu and its backward, and the optimizer updates.
+ * several passes on: relu and its backward, and the optimizer updates
+ * (SGD, Adam and AdamW).
  * Instantiates generic/training.c once per dtype (TH's generic/ pattern).
  *
  * The updates use fused multiply-adds exactly where torch's CPU kernels do
@@ -30,18 +31,53 @@ static int cx_cpu_has_fma(void)
 #define CX_FMA_CLONES 0
 #endif
 
+/*
+ * The multiply-adds the op-by-op optimizer steps (cextend/optim/_inplace.py)
+ * compute unfused: lerp and addcmul.  float32 computes them in double (the
+ * float32 product is exact there) and rounds once; float64 rounds the
+ * product, then the sum.  The build is ISO C (-std=c11), so the compiler
+ * never contracts these into fused multiply-adds.
+ */
+static inline float cx_lerp_f32(float a, float end, float w)
+{
+    const float difference = end - a;
+    if (fabsf(w) < 0.5f)
+        return (float)((double)a + (double)w * (double)difference);
+    return (float)((double)end - (double)difference * (double)(1.0f - w));
+}
+
+static inline double cx_lerp_f64(double a, double end, double w)
+{
+    const double difference = end - a;
+    if (fabs(w) < 0.5)
+        return a + w * difference;
+    return end - difference * (1.0 - w);
+}
+
 #define REAL float
 #define SFX f32
 #define CX_FMA fmaf
+#define CX_SQRT sqrtf
+#define CX_LERP cx_lerp_f32
+#define CX_ADDCMUL(a, product, t) ((float)((double)(a) + (double)(product) * (double)(t)))
 #include "generic/training.c"
 #undef REAL
 #undef SFX
 #undef CX_FMA
+#undef CX_SQRT
+#undef CX_LERP
+#undef CX_ADDCMUL
 
 #define REAL double
 #define SFX f64
 #define CX_FMA fma
+#define CX_SQRT sqrt
+#define CX_LERP cx_lerp_f64
+#define CX_ADDCMUL(a, product, t) ((a) + (product) * (t))
 #include "generic/training.c"
 #undef REAL
 #undef SFX
 #undef CX_FMA
+#undef CX_SQRT
+#undef CX_LERP
+#undef CX_ADDCMUL

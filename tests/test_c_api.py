@@ -111,6 +111,15 @@ def sgd_step(sfx):
     return getattr(lib, "cextend_sgd_step_" + sfx), args, out
 
 
+def adam_step(sfx):
+    """Updates in place: the parameter and both moments are the outputs."""
+    t = CTYPES[sfx]
+    out = {"param": buffer(t, 6), "exp_avg": buffer(t, 6), "exp_avg_sq": buffer(t, 6)}
+    args = [6, out["param"], data(t, 6), out["exp_avg"], out["exp_avg_sq"], 1, 0.01, 0.1, 0.999, 0.001,
+            0.03, 1e-8, -0.1, 0]
+    return getattr(lib, "cextend_adam_step_" + sfx), args, out
+
+
 NULL = ffi.NULL
 _KEEP_ALIVE = []
 
@@ -170,6 +179,9 @@ CPU_ONLY_ILLEGAL = {
     sgd_step: [({1: -1}, -1, "count"), ({2: NULL}, -2, "param"), ({3: NULL}, -3, "grad"),
                ({4: NULL}, -4, "momentum_buffer"), ({5: 2}, -5, "first_step"), ({10: -1}, -10, "nesterov"),
                ({11: 3}, -11, "maximize"), ({2: misaligned()}, -2, "param"), ({1: BIG}, -1, "count")],
+    adam_step: [({1: -1}, -1, "count"), ({2: NULL}, -2, "param"), ({3: NULL}, -3, "grad"),
+                ({4: NULL}, -4, "exp_avg"), ({5: NULL}, -5, "exp_avg_sq"), ({6: 3}, -6, "decay_mode"),
+                ({14: 2}, -14, "maximize"), ({5: misaligned()}, -5, "exp_avg_sq"), ({1: BIG}, -1, "count")],
 }
 CASES = [(entry, sfx, change, status, name)
          for table in (ILLEGAL, CPU_ONLY_ILLEGAL)

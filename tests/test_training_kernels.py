@@ -196,3 +196,81 @@ def test_fused_sgd_is_torchs_to_the_bit_in_both_dtypes(dtype, kwargs):
         opt_ours.step()
         opt_theirs.step()
     np.testing.assert_array_equal(bits(ours.detach().numpy()), bits(theirs.detach().numpy()))
+
+
+ADAM_CASES = [("Adam", dict()), ("Adam", dict(weight_decay=0.1)), ("Adam", dict(maximize=True, eps=1e-3)),
+              ("AdamW", dict()), ("AdamW", dict(weight_decay=0.5, betas=(0.5, 0.9))),
+              ("Adam", dict(betas=(0.7, 0.3), weight_decay=1.0))]      # lerp's other branch (1 - beta1 >= 0.5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,kwargs", ADAM_CASES, ids=lambda v: v if isinstance(v, str) else
+                         ",".join("%s=%s" % kv for kv in sorted(v.items())) or "plain")
+def test_fused_adam_equals_the_op_by_op_step(dtype, name, kwargs):
+    """The one C call against the op-by-op step (a Fortran-ordered parameter takes it): the same
+    bits for the parameter and both moments, over steps whose bias corrections change."""
+    rng = np.random.default_rng(13)
+    init = rng.standard_normal((7, 5)).astype(dtype)
+    fused = cx.nn.Parameter(cx.from_numpy(init.copy()))
+    strided = cx.nn.Parameter(cx.from_numpy(np.asfortranarray(init.copy())))
+    optimizers = [getattr(cx.optim, name)([q], lr=0.01, **kwargs) for q in (fused, strided)]
+    for _ in range(12):
+        g = (rng.standard_normal(init.shape) * rng.choice([1e-4, 1.0, 1e2], init.shape)).astype(dtype)
+        for q, opt in zip((fused, strided), optimizers):
+            q.grad = cx.from_numpy(g.copy())
+            opt.step()
+    np.testing.assert_array_equal(bits(fused.detach().numpy()), bits(strided.detach().numpy()))
+    for key in ("exp_avg", "exp_avg_sq"):
+        a, b = (opt.state[q][key].numpy() for q, opt in zip((fused, strided), optimizers))
+        np.testing.assert_array_equal(bits(a), bits(b))
+    assert optimizers[0].state[fused]["step"].item() == 12
+
+
+def test_fused_adam_bumps_versions_and_counts_steps():
+    p = cx.nn.Parameter(cx.ones(4))
+    opt = cx.optim.AdamW([p], lr=0.1)
+    p.grad = cx.ones(4)
+    versions = p._version
+    opt.step()
+    state = opt.state[p]
+    assert p._version == versions + 1 and state["step"].item() == 1
+    moments = state["exp_avg"]._version, state["exp_avg_sq"]._version
+    opt.step()
+    assert (state["exp_avg"]._version, state["exp_avg_sq"]._version) == (moments[0] + 1, moments[1] + 1)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@pytest.mark.parametrize("name,kwargs", ADAM_CASES, ids=lambda v: v if isinstance(v, str) else
+                         ",".join("%s=%s" % kv for kv in sorted(v.items())) or "plain")
+def test_fused_adam_follows_torch_in_float64(name, kwargs):
+    rng = np.random.default_rng(17)
+    init = rng.standard_normal((9, 4))
+    ours = cx.nn.Parameter(cx.from_numpy(init.copy()))
+    theirs = torch.nn.Parameter(torch.from_numpy(init.copy()))
+    opt_ours = getattr(cx.optim, name)([ours], lr=0.01, **kwargs)
+    opt_theirs = getattr(torch.optim, name)([theirs], lr=0.01, foreach=False, **kwargs)
+    for _ in range(30):
+        g = rng.standard_normal(init.shape)
+        ours.grad, theirs.grad = cx.from_numpy(g.copy()), torch.from_numpy(g.copy())
+        opt_ours.step()
+        opt_theirs.step()
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_with_alpha_rounds_once_on_every_layout(dtype):
+    """_inplace.add/add_ (the op-by-op optimizer steps' add): strided operands give the bits of
+    contiguous ones, which are the exactly rounded multiply-add."""
+    from cextend.optim import _inplace as F
+    rng = np.random.default_rng(19)
+    a = rng.standard_normal((6, 8)).astype(dtype)
+    b = rng.standard_normal((6, 8)).astype(dtype) * dtype(1e-3)
+    contiguous = F.add(a, b, alpha=0.3)
+    strided = F.add(np.asfortranarray(a), np.asfortranarray(b), alpha=0.3)
+    expected = np.array([fma(np.array(0.3, dtype), bi, ai, dtype) for ai, bi in zip(a.ravel(), b.ravel())],
+                        dtype).reshape(a.shape)
+    np.testing.assert_array_equal(bits(contiguous), bits(expected))
+    np.testing.assert_array_equal(bits(strided), bits(expected))
+    target = np.asfortranarray(a.copy())
+    F.add_(target, b, alpha=0.3)
+    np.testing.assert_array_equal(bits(target), bits(expected))

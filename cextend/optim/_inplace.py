@@ -15,13 +15,14 @@ Scalars are Python floats, so numpy casts them to the array's dtype first,
 as torch's kernels do (a float32 step computes in float32).
 
 torch's CPU kernels fuse the multiply-adds above (FMA: one rounding for
-a + b*c).  add/add_ of contiguous host arrays run cextend's C kernel, a
-true FMA in both dtypes, so they are torch's to the bit.  Elsewhere
-(strided operands, addcmul_), float32 multiply-adds are computed in
-float64 -- the float32 product is exact there -- and rounded once, which
-reproduces torch's float32 results (a double-rounding tie would be needed
-to differ); in float64 they round twice, so single elements may differ
-from torch's in the last bit.  Other operations (sqrt) are torch's own vendor routines and
+a + b*c).  add/add_ of host float arrays run cextend's C kernel, a true
+FMA in both dtypes, so they are torch's to the bit.  In the other
+multiply-adds (addcmul_, lerp_), float32 is computed in float64 -- the
+float32 product is exact there -- and rounded once, which reproduces
+torch's float32 results (a double-rounding tie would be needed to differ);
+float64 rounds twice, so single elements may differ from torch's in the
+last bit.  The fused optimizer kernels (src/generic/training.c) round
+exactly as these helpers do.  Other operations (sqrt) are torch's own vendor routines and
 may differ by an ulp.
 
 Written with Python operators (not ufunc `out=`), so the same code runs on
@@ -50,11 +51,24 @@ def _round32(x64):
     return x64.astype(np.float32)
 
 
+_FMA_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fma_add(a, b, alpha):
+    """a + alpha * b rounded once (cextend's C kernel), for host float arrays of one dtype and
+    shape in any layout (strided ones through contiguous copies); None for anything else."""
+    fused = _backend.axpy(alpha, b, a)
+    if fused is None and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype in _FMA_DTYPES \
+            and b.dtype == a.dtype and b.shape == a.shape:
+        fused = _backend.axpy(alpha, np.array(b, order="C"), np.array(a, order="C"))
+    return fused
+
+
 def add(a, b, alpha=1.0):
     """torch.add(a, b, alpha=alpha): a new array."""
     if alpha == 1:
         return a + b
-    fused = _backend.axpy(alpha, b, a)          # contiguous host arrays: one C pass, hardware FMA
+    fused = _fma_add(a, b, alpha)
     if fused is not None:
         return fused
     if _fused(a):
@@ -67,6 +81,8 @@ def add_(a, b, alpha=1.0):
         a += b
     elif _backend.axpy(alpha, b, a, out=a) is not None:
         pass
+    elif (fused := _fma_add(a, b, alpha)) is not None:
+        a[...] = fused
     elif _fused(a):
         a[...] = add(a, b, alpha)
     else:

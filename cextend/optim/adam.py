@@ -1,4 +1,5 @@
 """Adam and AdamW: torch.optim.Adam / AdamW (amsgrad, weight decay, maximize)."""
+from cextend import _backend
 from cextend.optim import _inplace as F
 from cextend.optim._flags import check_flags
 from cextend.optim.optimizer import Optimizer
@@ -72,9 +73,12 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = F.zeros_like(p._data)
                 param = p._data
-                grad = p.grad._data if not group["maximize"] else -p.grad._data
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 step = F.increment(state["step"])
+                if not amsgrad and _fused_step(p, exp_avg, exp_avg_sq, group, lr, beta1, beta2, step):
+                    F.bump(p, exp_avg, exp_avg_sq)
+                    continue
+                grad = p.grad._data if not group["maximize"] else -p.grad._data
                 if weight_decay != 0:
                     if group["decoupled_weight_decay"]:
                         F.mul_(param, 1 - lr * weight_decay)
@@ -122,3 +126,24 @@ def _steps_as_tensors(optimizer):
             p_state = optimizer.state.get(p, [])
             if len(p_state) != 0 and "step" in p_state and not isinstance(p_state["step"], Tensor):
                 p_state["step"] = F.step_tensor(float(p_state["step"]))
+
+
+def _fused_step(p, exp_avg, exp_avg_sq, group, lr, beta1, beta2, step):
+    """The update of p and its moments in one C call, with the arithmetic of Adam.step's
+    op-by-op path (the same bits); False, having changed nothing, where the kernel does not take
+    the arrays (strided, another dtype, on a device, amsgrad's running maximum)."""
+    weight_decay = group["weight_decay"]
+    if weight_decay == 0:
+        mode, decay = _backend.ADAM_NO_DECAY, 0.0
+    elif group["decoupled_weight_decay"]:
+        mode, decay = _backend.ADAM_DECOUPLED, 1 - lr * weight_decay
+    else:
+        mode, decay = _backend.ADAM_L2, weight_decay
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    try:
+        return _backend.adam_step(p._data, p.grad._data, exp_avg._data, exp_avg_sq._data, mode, decay, 1 - beta1,
+                                  beta2, bias_correction2 ** 0.5, group["eps"], -(lr / bias_correction1),
+                                  group["maximize"])
+    except TypeError:           # a hyperparameter that is not a number: the op-by-op step says so
+        return False

@@ -145,3 +145,78 @@ int CX_FN(cextend_sgd_step)(int64_t count, REAL *param, const REAL *grad, REAL *
                     one_minus_dampening, nesterov, maximize);
     return CEXTEND_OK;
 }
+
+/* ---- Adam / AdamW: torch's single-tensor step, element by element ---------
+ * The operations and their order are cextend.optim.Adam's op-by-op step
+ * (torch's _single_tensor_adam), each rounded as that step rounds it:
+ *   g = maximize ? -grad : grad
+ *   decay_mode 1 (Adam's L2):   g = g + weight_decay * param       (one rounding)
+ *   decay_mode 2 (AdamW):       param = param * decay               (decay = 1 - lr * wd)
+ *   exp_avg = lerp(exp_avg, g, lerp_weight)                         (torch's two-branch lerp)
+ *   exp_avg_sq = exp_avg_sq * beta2 + (one_minus_beta2 * g) * g
+ *   param = param + (neg_step_size * exp_avg) / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
+ * The multiply-adds of lerp and addcmul are CX_LERP / CX_ADDCMUL (training.c):
+ * float32 computes them in double and rounds once, as the op-by-op step does.
+ */
+
+static inline __attribute__((always_inline))
+void CX_FN(adam_loop)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg, REAL *exp_avg_sq,
+                      int decay_mode, REAL decay, REAL lerp_weight, REAL beta2, REAL one_minus_beta2,
+                      REAL bias_correction2_sqrt, REAL eps, REAL neg_step_size, int maximize)
+{
+    for (int64_t i = 0; i < count; ++i) {
+        REAL p = param[i];
+        REAL g = maximize ? -grad[i] : grad[i];
+        if (decay_mode == 1)
+            g = CX_FMA(decay, p, g);
+        else if (decay_mode == 2)
+            p = p * decay;
+        const REAL m = CX_LERP(exp_avg[i], g, lerp_weight);
+        REAL v = exp_avg_sq[i] * beta2;
+        v = CX_ADDCMUL(v, one_minus_beta2 * g, g);
+        const REAL denom = CX_SQRT(v) / bias_correction2_sqrt + eps;
+        p = p + (neg_step_size * m) / denom;
+        param[i] = p;
+        exp_avg[i] = m;
+        exp_avg_sq[i] = v;
+    }
+}
+
+#if CX_FMA_CLONES
+CX_TARGET_FMA static void CX_FN(adam_fma)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg,
+                                          REAL *exp_avg_sq, int decay_mode, REAL decay, REAL lerp_weight,
+                                          REAL beta2, REAL one_minus_beta2, REAL bias_correction2_sqrt,
+                                          REAL eps, REAL neg_step_size, int maximize)
+{
+    CX_FN(adam_loop)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
+                     one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
+}
+#endif
+
+int CX_FN(cextend_adam_step)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg, REAL *exp_avg_sq,
+                             int decay_mode, REAL decay, REAL lerp_weight, REAL beta2, REAL one_minus_beta2,
+                             REAL bias_correction2_sqrt, REAL eps, REAL neg_step_size, int maximize)
+{
+    static const char fn[] = "cextend_adam_step_" CX_STR(SFX);
+    int st;
+    if ((st = cx_check_size(fn, 1, "count", count)) ||
+        (st = cx_check_vector(fn, "param", 0, param, 2, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "grad", 0, grad, 3, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "exp_avg", 0, exp_avg, 4, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "exp_avg_sq", 0, exp_avg_sq, 5, count, 1, "count", sizeof(REAL))))
+        return st;
+    if (decay_mode < 0 || decay_mode > 2)
+        return cx_illegal(fn, 6, "decay_mode", "must be 0 (none), 1 (L2) or 2 (decoupled), got %d", decay_mode);
+    if (maximize != 0 && maximize != 1)
+        return cx_illegal(fn, 14, "maximize", "must be 0 or 1, got %d", maximize);
+#if CX_FMA_CLONES
+    if (cx_cpu_has_fma()) {
+        CX_FN(adam_fma)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
+                        one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
+        return CEXTEND_OK;
+    }
+#endif
+    CX_FN(adam_loop)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
+                     one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
+    return CEXTEND_OK;
+}
