@@ -71,6 +71,12 @@ int cextend_get_isa(void);
  * OMP_NUM_THREADS, else the available cores).  Status -1 if n < 1. */
 int cextend_set_num_threads(int n);
 int cextend_get_num_threads(void);
+/* How many of `wanted` threads a parallel kernel uses now: at most the
+ * cores that other processes left idle over the last fraction of a second
+ * (measured on Linux from /proc/stat less this process's own CPU time; a
+ * barrier would wait for a thread that shares its core), and at least 1.
+ * Results never depend on it: they are the same bits for any count. */
+int cextend_threads_available(int wanted);
 /* The GEMM plan of an instruction set for one element size (4: float32,
  * 8: float64): blocks[0..4] = mr, nr (the microkernel's register block),
  * kc, mc, nc (the cache blocks).  Status -1 for an isa that has no plan

@@ -15,5 +15,5 @@ int cx_threads_for_elements(double elements)
     int n = cextend_get_num_threads();
     if (n <= 1 || elements < PARALLEL_MIN_ELEMENTS)
         return 1;
-    return n;
+    return cextend_threads_available(n);
 }
