@@ -75,9 +75,12 @@ demo-cnn: build
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(PY) bench/bench.py $(BENCH_ARGS)
+	@# On an AVX-512 CPU, also cextend's AVX2 kernels against OpenBLAS's Haswell kernel.
+	if grep -q avx512f /proc/cpuinfo; then $(PY) bench/bench.py --pairing avx2 --suite gemm --threads 1 $(BENCH_ARGS); fi
 	$(PY) bench/conv_bench.py $(CONV_BENCH_ARGS)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) bench/autograd_bench.py --json bench/autograd_results.json
 	$(PY) bench/table.py bench/results.json --out BENCHMARKS.md
+	$(PY) bench/training_targets.py
 
 # The whole test suite against an ASan + UBSan build of the extension.  The
 # sanitizer runtimes are preloaded into the (unsanitised) Python; any report

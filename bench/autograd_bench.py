@@ -11,6 +11,9 @@ Cases:
 - mlp: one epoch of a 64-128-128-10 MLP with ReLU, batch 32, plain SGD,
   cross-entropy, 1440 samples: against torch (1 and 2 threads) and against
   the same model in numpy with a hand-written backward and SGD update.
+- cnn: one epoch of the CNN demo's model (two conv/batch-norm/ReLU/pool
+  blocks, AdamW, batch 64 of 8x8 images, 1440 samples), against torch on
+  1 thread.
 - memory: arrays allocated by one MLP training step (tracemalloc), ours and
   numpy's.
 torch runs with its default CPU path; numpy's BLAS runs unpinned when this
@@ -102,8 +105,22 @@ def _epoch(lib, model, opt, loss_fn, xs, ys, batch=32):
         opt.step()
 
 
+def _cnn_epochs(repeats):
+    """The CNN demo's model and optimizer on 1440 8x8 images in batches of 64, in both libraries."""
+    from cextend.demo.cnn import build_model
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1440, 1, 8, 8)).astype(np.float32)
+    y = rng.integers(0, 10, 1440).astype(np.int64)
+    sides = []
+    for lib in (cx, torch):
+        model = build_model(lib.nn, (16, 32))
+        opt = lib.optim.AdamW(model.parameters(), lr=3e-3)
+        sides.append((lib, model, opt, lib.nn.CrossEntropyLoss(), lib.from_numpy(x), lib.from_numpy(y)))
+    return _median_ratio(lambda: _epoch(*sides[0], batch=64), lambda: _epoch(*sides[1], batch=64), repeats, 1)
+
+
 def run(repeats):
-    results = {}
+    results = {"load_average_start": list(os.getloadavg())}
     cx.set_num_threads(1)
     if torch is not None:
         torch.set_num_threads(1)
@@ -145,6 +162,9 @@ def run(repeats):
             rows.append(("MLP epoch, %d thread%s" % (threads, "s" if threads > 1 else ""), ours, theirs,
                          "torch", spread))
         cx.set_num_threads(1)
+        torch.set_num_threads(1)
+        ours, theirs, spread = _cnn_epochs(repeats)
+        rows.append(("CNN epoch, 1 thread", ours, theirs, "torch", spread))
 
     # memory: arrays allocated by one training step
     def allocations(step):
@@ -169,6 +189,7 @@ def run(repeats):
     print("memory: a training step allocates %d live blocks in cextend, %d in numpy (tracemalloc)"
           % (results["memory"]["cextend_blocks"], results["memory"]["numpy_blocks"]))
     print("load average: %.2f %.2f %.2f" % os.getloadavg())
+    results["load_average_end"] = list(os.getloadavg())
     return results
 
 

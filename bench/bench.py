@@ -20,7 +20,10 @@ sys.path.insert(0, HERE)
 import environment  # noqa: E402
 
 if __name__ == "__main__":
-    environment.reexec_without_handicaps(sys.argv)
+    if "--pairing" in sys.argv and sys.argv[sys.argv.index("--pairing") + 1:][:1] == ["avx2"]:
+        environment.reexec_for_avx2_pairing(sys.argv)
+    else:
+        environment.reexec_without_handicaps(sys.argv)
 
 # Interleaving three libraries' thread pools on few cores is only fair if
 # none keeps spinning on a core after its call: make libgomp (cextend's and
@@ -146,8 +149,17 @@ def main(argv=None):
     parser.add_argument("--clock", choices=("auto", "wall", "thread_cpu"), default="auto",
                         help="auto (default): the calling thread's CPU time on one thread, wall time on more")
     parser.add_argument("--no-peak", action="store_true", help="skip measuring the FMA peak (no %% of peak)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results.json"), help="where to write results")
+    parser.add_argument("--json", default=None,
+                        help="where to write results (default bench/results.json, bench/results_avx2.json "
+                             "for --pairing avx2)")
+    parser.add_argument("--pairing", choices=("native", "avx2"), default="native",
+                        help="native (default): each side's best kernels; avx2: cextend's AVX2 kernels "
+                             "against OpenBLAS's Haswell kernel (the same instruction set)")
     args = parser.parse_args(argv)
+    if args.json is None:
+        args.json = os.path.join(HERE, "results.json" if args.pairing == "native" else "results_avx2.json")
+    if args.pairing == "avx2":
+        cx.set_isa("avx2")
 
     isa = cx.get_isa()
     peaks = {} if args.no_peak else peak.measure(isa)
@@ -159,7 +171,8 @@ def main(argv=None):
     removed = environment.removed_handicaps()
     print("  (re-executed without %s)" % removed if removed else
           "  (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE were not set)")
-    if environment.handicapped(blas):
+    print("CPU flags: %s; pairing: %s" % (" ".join(environment.cpu_flags()) or "-", args.pairing))
+    if environment.handicapped(blas) and args.pairing == "native":
         print("WARNING: numpy's OpenBLAS runs its Haswell kernel on an AVX-512 CPU: the numpy column is handicapped")
     print("torch: %s" % environment.describe_torch(torch_info))
     print("CPU: %s, %d cores; measured FMA peak per core: %s" % (
@@ -186,9 +199,10 @@ def main(argv=None):
     set_threads(1)
 
     checks = targets.checks(results)
-    print("\nissue 15 kernel-level targets:")
-    for check in checks:
-        print("  [%s] %-62s %8s  goal %-7s %s" % targets.format_check(check))
+    if args.pairing == "native":
+        print("\nissue 15 kernel-level targets:")
+        for check in checks:
+            print("  [%s] %-62s %8s  goal %-7s %s" % targets.format_check(check))
     end_load = environment.load_average()
     print("\nload average at end: %s" % (" ".join("%.2f" % v for v in end_load) if end_load else "unknown"))
 
@@ -198,6 +212,8 @@ def main(argv=None):
         "machine": {"processor": environment.cpu_model(), "machine": platform.machine(),
                     "cores": os.cpu_count(), "peak_gflops_per_core": peaks},
         "ours": {"version": cx.__version__, "isa": isa},
+        "pairing": args.pairing,
+        "cpu_flags": environment.cpu_flags(),
         "numpy": {"version": np.__version__, "blas": blas, "removed_from_environment": removed},
         "torch": torch_info,
         "load_average": {"start": load, "end": end_load},

@@ -38,6 +38,37 @@ def reexec_without_handicaps(argv):
     os.execve(sys.executable, [sys.executable] + list(argv), env)
 
 
+PAIRING_MARKER = "CEXTEND_BENCH_PAIRING"
+
+
+def reexec_for_avx2_pairing(argv):
+    """Re-execute with numpy's OpenBLAS on its Haswell (AVX2) kernel at its
+    real L2 size, for comparing cextend's AVX2 kernels with OpenBLAS's on an
+    AVX-512 machine: the same instruction set on both sides.  Must run
+    before numpy is imported.  Returns only in the re-executed process."""
+    if os.environ.get(PAIRING_MARKER) == "avx2":
+        return
+    env = without_handicaps(os.environ)
+    env["OPENBLAS_CORETYPE"] = "Haswell"
+    env[PAIRING_MARKER] = "avx2"
+    env[REMOVED_MARKER] = "OPENBLAS_L2_SIZE (OPENBLAS_CORETYPE=Haswell set for the AVX2 pairing)"
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + list(argv), env)
+
+
+def cpu_flags():
+    """The instruction-set flags that decide the kernels: avx2, fma, avx512f."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    present = set(line.split(":", 1)[1].split())
+                    return [flag for flag in ("sse4_2", "avx", "avx2", "fma", "avx512f") if flag in present]
+    except OSError:
+        pass
+    return []
+
+
 def removed_handicaps():
     """'NAME=value ...' of the variables removed by the re-exec, or ''."""
     return os.environ.get(REMOVED_MARKER, "")

@@ -67,4 +67,43 @@ def test_bench_runs_numpy_without_the_handicaps_and_records_it(tmp_path):
     table = subprocess.run([sys.executable, os.path.join(BENCH, "table.py"), str(out)],
                            capture_output=True, text=True, timeout=60)
     assert table.returncode == 0, table.stderr
-    assert "handicapped numpy" in table.stdout and "| linear_forward | 1x8x8 | float32 |" in table.stdout
+    assert "## The performance issue's targets" in table.stdout
+    assert "| linear_forward | 1x8x8 | float32 |" in table.stdout
+
+
+@pytest.mark.skipif("avx2" not in environment.cpu_flags(), reason="the AVX2 pairing needs an AVX2 CPU")
+def test_avx2_pairing_runs_cextends_avx2_kernels_against_openblas_haswell(tmp_path):
+    out = tmp_path / "results_avx2.json"
+    run = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "bench.py"), "--pairing", "avx2", "--suite", "gemm", "--filter",
+         "linear_forward 1x8x8 float32 1t", "--repeats", "2", "--sample-seconds", "0.001", "--no-peak",
+         "--json", str(out)],
+        env=dict(os.environ, OPENBLAS_L2_SIZE="1048576"), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "pairing: avx2" in run.stdout
+    record = json.loads(out.read_text())
+    assert record["pairing"] == "avx2" and record["ours"]["isa"] == "avx2"
+    assert "avx2" in record["cpu_flags"]
+    if record["numpy"]["blas"]:
+        assert all(lib.get("architecture") == "Haswell" for lib in record["numpy"]["blas"]
+                   if lib["internal_api"] == "openblas")
+
+
+def test_training_targets_read_every_saved_run(tmp_path, monkeypatch):
+    import training_targets
+    gemm = {"ours": {"isa": "avx2"}, "results": [
+        {"suite": "gemm", "name": "linear_forward", "dtype": "float32", "threads": 1, "shape": list(shape),
+         "numpy_kernel": "Haswell:1", "ratios": {"numpy": ratio}}
+        for shape, ratio in zip(training_targets.GEMM_SHAPES, (1.2, 0.95, 1.1, 1.0, 1.3))]}
+    autograd = {"MLP epoch, 1 thread": {"ratio": 1.6}, "chain (per op)": {"ratio": 1.1},
+                "memory": {"numpy_blocks": 6, "cextend_blocks": 60}}
+    for name, record in (("results_avx2.json", gemm), ("autograd_results.json", autograd)):
+        (tmp_path / name).write_text(json.dumps(record))
+    monkeypatch.setattr(training_targets, "HERE", str(tmp_path))
+    rows = {what.split(",")[0]: (value, goal) for _, what, value, goal in training_targets.checks()}
+    assert rows["linear_forward float32"] == (0.95, 1.0)           # the worst shape decides
+    full = {what: value for _, what, value, goal in training_targets.checks()}
+    assert full["MLP epoch vs torch, 1 thread"] == 1.6 and full["MLP epoch vs torch, 2 threads"] is None
+    assert rows["CNN demo epoch vs torch"] == (None, 1.2)           # not measured: said so
+    assert rows["live blocks of a training step"] == (0.1, 0.5)
+    assert "| 3 | elementwise chain" in training_targets.markdown(training_targets.checks())
