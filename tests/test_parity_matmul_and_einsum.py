@@ -90,3 +90,19 @@ def test_outer_products_keep_the_sign_of_zero():
     v = torch.tensor([-0.3125, 0.0])
     grad, = torch.autograd.grad((a.mv(v) * torch.tensor([1.25, -1.0])).sum(), [a])
     assert np.signbit(grad.numpy()[1, 1]) and not np.signbit(grad.numpy()[0, 1])
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_matrix_products_sum_from_positive_zero(k):
+    # torch's mm and matmul run a BLAS GEMM, whose sums start at +0.0: a
+    # column of -0.0 products gives +0.0 even when k is 1 (only an outer
+    # product, torch's ger, keeps -0.0: the test above)
+    a = torch.tensor([[1.0, -0.25] * k], dtype=torch.float64).reshape(k, 2).t().contiguous()   # (2, k)
+    zeros = torch.zeros(k, 3, dtype=torch.float64)
+    for product in (torch.mm(a, zeros), a.matmul(zeros), a @ zeros):
+        assert not np.signbit(product.numpy()).any(), product.numpy()
+    v1 = torch.tensor([[0.4375], [-1.0], [-0.5], [1.5]], dtype=torch.float64, requires_grad=True)
+    v2 = torch.mm(torch.tensor([[1.0, -0.25, 1.0, -3.0]], dtype=torch.float64), v1)
+    v2.copy_(torch.tensor([-2.25]))            # v1's gradient: the product of zeros with the row
+    grad, = torch.autograd.grad(v2.mean(), [v1], create_graph=True)
+    assert not np.signbit(grad.detach().numpy()).any()

@@ -216,3 +216,21 @@ def test_softmax_of_a_nonempty_integer_tensor_still_raises(dtype):
     with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
         cx.softmax(cx.zeros(2, dtype=getattr(cx, dtype)), 0)
     _assert_same_outcome(lambda lib: lib.softmax(lib.zeros(2, dtype=getattr(lib, dtype)), 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softplus_second_derivative_is_zero_where_beta_x_equals_the_threshold(dtype):
+    # torch's first derivative is the sigmoid up to and at the threshold
+    # (beta * x <= threshold); its double backward masks with beta * x <
+    # threshold, strictly.  Elsewhere: sigmoid'(beta x) * beta, the formula.
+    x = torch.tensor([1.0, 0.5, -1.0, 1.5, 0.99], dtype=dtype, requires_grad=True)
+    weights = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=dtype)
+    g, = torch.autograd.grad((torch.nn.functional.softplus(x, beta=2.0, threshold=2.0) * weights).sum(), [x],
+                             create_graph=True)
+    s = 1 / (1 + np.exp(-2.0 * np.array([1.0, 0.5, -1.0, 1.5, 0.99])))
+    np.testing.assert_allclose(g.detach().numpy(), np.where([0, 0, 0, 1, 0], 1.0, s) * weights.numpy(),
+                               rtol=1e-6)
+    g.sum().backward()
+    expected = np.where(2.0 * np.array([1.0, 0.5, -1.0, 1.5, 0.99]) < 2.0, s * (1 - s) * 2.0, 0.0) * weights.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-12)
+    assert x.grad[0].item() == 0.0 and x.grad[4].item() != 0.0

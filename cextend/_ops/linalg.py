@@ -80,12 +80,9 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
                            % (a._data.shape + b._data.shape))
     _check_same_dtype(a, b, "mm")
-    if a._data.shape[1] == 1 and type(a._data) is np.ndarray and type(b._data) is np.ndarray:
-        # one product per element (an outer product, as torch's ger in mv's
-        # backward): a -0.0 product stays -0.0, where a sum from +0.0 would not
-        data = np.multiply(a._data, b._data)
-    else:
-        data = gemm(a._data, b._data)
+    # (k == 1 too: torch's BLAS sums from +0.0, so a -0.0 product gives +0.0;
+    # an outer product that keeps -0.0 is torch's ger, `outer` below)
+    data = gemm(a._data, b._data)
     if out is not None:
         _out.check_out(out, "mm", a, b)
         return _out.write_out(out, data, "mm", strict="c_type", reads=(a, b))
@@ -163,7 +160,7 @@ def _dot_backward(node, g, a, b):
 
 
 def _mv_backward(node, g, a, v):
-    return (g.unsqueeze(1).mm(v.unsqueeze(0)) if node.needs(0) else None,      # torch's grad.ger(vec)
+    return (outer(g, v) if node.needs(0) else None,         # torch's grad.ger(vec)
             a.t().mv(g) if node.needs(1) else None)
 
 
@@ -391,7 +388,9 @@ def outer(input, vec2, *, out=None):
     a, b = require_tensor(input, "outer"), require_tensor(vec2, "outer", "vec2")
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError("outer: expected 1-D tensors, got %dD and %dD" % (a._data.ndim, b._data.ndim))
-    result = a.unsqueeze(1) * b.unsqueeze(0)
+    # torch's composite: self.reshape({size, 1}) * vec2, one product per
+    # element (a -0.0 product stays -0.0)
+    result = a.reshape(-1, 1) * b
     return result if out is None else _out.finish_out(out, result, "mul", a, b)
 
 

@@ -381,7 +381,14 @@ def _softplus_compute(a, beta, threshold):
 
 def _softplus_backward(node, g, x):
     scaled = x * node.params["beta"]
-    return where(scaled > node.params["threshold"], g, g * scaled.sigmoid())
+    threshold = node.params["threshold"]
+    slope = scaled.sigmoid()
+    if rec.needs_grad(x):
+        # torch's softplus_double_backward masks with beta * x < threshold,
+        # strictly, while the first derivative is sigmoid up to and at the
+        # threshold: at beta * x == threshold the slope is a constant there.
+        slope = where(scaled < threshold, slope, slope.detach())
+    return where(scaled > threshold, g, g * slope)
 
 
 _SOFTPLUS = Activation("softplus", "softplus_cpu", _softplus_compute, _softplus_backward)
