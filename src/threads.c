@@ -19,6 +19,25 @@
 
 static _Atomic int requested_threads = 0;   /* 0: not set, use OpenMP's default */
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+
+/* A child forked after a parallel kernel inherits an OpenMP pool whose
+ * threads did not come along, and hangs in its next parallel region (as
+ * torch's does).  The child starts single-threaded instead: its kernels
+ * never enter a parallel region with more than one thread, and give the
+ * same bits.  It may ask for more with set_num_threads, at libgomp's risk. */
+static void single_threaded_child(void)
+{
+    atomic_store(&requested_threads, 1);
+}
+
+__attribute__((constructor)) static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, single_threaded_child);
+}
+#endif
+
 int cextend_set_num_threads(int n)
 {
     if (n < 1)

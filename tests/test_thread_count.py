@@ -39,3 +39,30 @@ def test_cores_kept_busy_by_other_processes_are_left_to_them():
             p.kill()
             p.wait()
     assert seen[-1] == 1 and seen[-2] == 1, seen
+
+
+FORK_AFTER_A_PARALLEL_KERNEL = r"""
+import os, numpy as np, cextend as cx
+from cextend import ops
+cx.set_num_threads(2)
+x, w = np.random.rand(256, 512), np.random.rand(512, 512)
+ops.linear_forward(x, w)                    # the parent's OpenMP pool exists now
+pid = os.fork()
+if pid == 0:
+    ok = cx.get_num_threads() == 1 and np.allclose(ops.linear_forward(x, w), x @ w.T)
+    conv = cx.nn.functional.conv2d(cx.randn(8, 16, 32, 32), cx.randn(16, 16, 3, 3), padding=1)
+    os._exit(0 if ok and conv.shape == (8, 16, 32, 32) else 3)
+_, status = os.waitpid(pid, 0)
+print("child exit", os.waitstatus_to_exitcode(status), "parent threads", cx.get_num_threads())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
+def test_a_child_forked_after_a_parallel_kernel_runs_single_threaded():
+    # libgomp's pool does not survive fork(): a child that entered a
+    # multi-threaded region hung (torch's does too); cextend's at-fork
+    # handler makes the child single-threaded, the parent keeps its count
+    result = subprocess.run([sys.executable, "-c", FORK_AFTER_A_PARALLEL_KERNEL], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "child exit 0 parent threads 2" in result.stdout, result.stdout
