@@ -182,8 +182,9 @@ def _run(node, grads, compute=True):
 def execute(roots, retain_graph, create_graph, capture=None, run_captured=False):
     """Run the graph from roots [((node, nr), grad)].
 
-    capture: None to accumulate into leaves, or a list of edges whose
-    total incoming gradient is returned (leaves' .grad untouched).
+    capture: None to accumulate into leaves (_accumulate_pass), or a list
+    of edges whose total incoming gradient is returned (leaves' .grad
+    untouched).
     run_captured: run the captured nodes too (backward(inputs=...)).
     """
     buffers = {}
@@ -197,14 +198,12 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
     if capture is None:
         _accumulate_pass(buffers, root_nodes, retain_graph, create_graph)
         return None
-    order, dependencies = _graph(root_nodes)
-    needed = target_nodes = None
-    if capture is not None:
-        target_nodes = {node for node, _ in capture}
-        needed, dependencies = _prune(order, target_nodes)
-        if len(roots) == 1 and root_nodes[0] not in needed:
-            _lone_root_hooks(root_nodes[0], buffers[root_nodes[0]], create_graph)
-        root_nodes = [n for n in root_nodes if n in needed]
+    order, _ = _graph(root_nodes)
+    target_nodes = {node for node, _ in capture}
+    needed, dependencies = _prune(order, target_nodes)
+    if len(roots) == 1 and root_nodes[0] not in needed:
+        _lone_root_hooks(root_nodes[0], buffers[root_nodes[0]], create_graph)
+    root_nodes = [n for n in root_nodes if n in needed]
     # most recent node first, as torch's ready queue orders them (key -seq);
     # a node that only accumulates (AccumulateGrad) or only raises (torch's
     # NotImplemented) goes before all others, as its sequence number
@@ -224,11 +223,11 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
                 grads = _tensor_hooks(node, grads)
-            if target_nodes is not None and node in target_nodes:
+            if node in target_nodes:
                 for nr, g in enumerate(grads):
                     captured[(node, nr)] = g
             edges = node.next_functions
-            if capture is None or (type(node) is not AccumulateGrad and any(c in needed for c, _ in edges)) \
+            if (type(node) is not AccumulateGrad and any(c in needed for c, _ in edges)) \
                     or (run_captured and type(node) is AccumulateGrad and node in target_nodes):
                 # backward(inputs=[leaf]) accumulates through the leaf's own
                 # node, as torch's does: its pre-, post- and post-accumulate
@@ -244,16 +243,8 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                     if g is None:
                         continue
                     child, nr = edges[i]
-                    if child is None or (needed is not None and child not in needed):
-                        continue
-                    meta = metas[i]
-                    if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0]
-                                             or g._data.dtype != meta[1]):
-                        g = fit_gradient(node, i, g, meta)
-                    buf = buffers.get(child)
-                    if buf is None:
-                        buf = buffers[child] = [None] * child.num_outputs
-                    buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
+                    if child is not None and child in needed:
+                        _store(buffers, node, i, g, metas[i], child, nr, create_graph)
             elif run_captured and node in target_nodes and type(node) is not AccumulateGrad:
                 # backward(inputs=[non-leaf]): torch runs the input's grad_fn
                 # (for its retain_grad hook) with none of its outputs wanted:
@@ -285,12 +276,21 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                             heappush(ready, (first() if child._runs_first else -child._seq, child))
     finally:
         grad_mode._set_enabled(previous_mode)
-    if capture is None:
-        return None
     return [captured.get(edge) for edge in capture]
 
 
 _FIRST = -(1 << 62)         # a ready-queue key below any -seq: torch's UINT64_MAX priority
+
+
+def _store(buffers, node, i, g, meta, child, nr, create_graph):
+    """node's gradient i, checked against its forward input (fit_gradient),
+    added into child's input buffer at nr."""
+    if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0] or g._data.dtype != meta[1]):
+        g = fit_gradient(node, i, g, meta)
+    buf = buffers.get(child)
+    if buf is None:
+        buf = buffers[child] = [None] * child.num_outputs
+    buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
 
 
 def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
@@ -326,14 +326,7 @@ def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
                     continue
                 g = results[i] if i < count else None
                 if g is not None:
-                    meta = metas[i]
-                    if meta is not None and (type(g) is not Tensor or g._data.shape != meta[0]
-                                             or g._data.dtype != meta[1]):
-                        g = fit_gradient(node, i, g, meta)
-                    buf = buffers.get(child)
-                    if buf is None:
-                        buf = buffers[child] = [None] * child.num_outputs
-                    buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
+                    _store(buffers, node, i, g, metas[i], child, nr, create_graph)
                 left = dependencies[child] - 1
                 dependencies[child] = left
                 if left == 0:
