@@ -28,6 +28,9 @@ int th_queries(THLongTensor *t, int64_t *out);
 int th_retain_free(THFloatTensor *t, int64_t *out);
 int th_int_byte(THIntTensor *i, THByteTensor *b, THIntTensor *grown);
 int th_bad_size(THFloatTensor *t);
+int th_resize_as_then_fill(THFloatTensor *out, THFloatTensor *in);
+void th_check_then_write(THFloatTensor *out, int ok);
+THFloatTensor *th_new_or_fail(int fail);
 int th_two(THFloatTensor *a, THDoubleTensor *b);
 int th_leak_check(void);
 """
@@ -193,6 +196,34 @@ int th_int_byte(THIntTensor *i, THByteTensor *b, THIntTensor *grown)
 int th_bad_size(THFloatTensor *t)
 {
     return (int)THFloatTensor_size(t, 5);
+}
+
+int th_resize_as_then_fill(THFloatTensor *out, THFloatTensor *in)
+{
+    /* extension-ffi's usual shape: memory-safe under TH, whose failed resize never returned here */
+    THFloatTensor_resizeAs(out, in);
+    float *o = THFloatTensor_data(out);
+    int64_t n = THFloatTensor_nElement(in);
+    for (int64_t i = 0; i < n; ++i)
+        o[i] = 1.0f;
+    return 7;
+}
+
+void th_check_then_write(THFloatTensor *out, int ok)
+{
+    THArgCheck(ok, 2, "ok must be nonzero");
+    THFloatTensor_fill(out, 42.0f);
+}
+
+THFloatTensor *th_new_or_fail(int fail)
+{
+    THFloatTensor *t = THFloatTensor_newWithSize1d(3);
+    THFloatTensor_fill(t, 5.0f);
+    if (fail) {
+        THFloatTensor_free(t);
+        THError("asked to fail");
+    }
+    return t;
 }
 
 int th_two(THFloatTensor *a, THDoubleTensor *b)
@@ -386,6 +417,27 @@ def test_th_errors_become_runtime_errors(th):
     with pytest.raises(RuntimeError, match=r"th_bad_size\(\): invalid argument 2: dimension 5 out of range of 2D tensor"):
         th.th_bad_size(cx.zeros(2, 2))
     assert th.th_bad_size(cx.zeros(1, 2, 3, 4, 5, 6)) == 6      # and the error does not linger
+
+
+def test_a_failed_check_never_returns_into_the_extension(th):
+    """issue 25 item 3: TH's resizeAs fails (no memory for 2**40 floats); under TH the loop after it
+    never ran.  It must not run here either: it would write 2**40 floats into a 1-float buffer."""
+    out = cx.zeros(1)
+    with pytest.raises(RuntimeError, match=r"th_resize_as_then_fill\(\): TH: (out of memory|a storage of)"):
+        th.th_resize_as_then_fill(out, cx.ones(1).expand(2 ** 40))
+    assert out.tolist() == [0.0]
+    assert th.th_resize_as_then_fill(out, cx.ones(3)) == 7 and out.tolist() == [1.0, 1.0, 1.0]
+    target = cx.zeros(2)
+    with pytest.raises(RuntimeError, match=r"th_check_then_write\(\): invalid argument 2: ok must be nonzero"):
+        th.th_check_then_write(target, 0)
+    assert target.tolist() == [0.0, 0.0]            # the fill after the failed check did not run
+    th.th_check_then_write(target, 1)
+    assert target.tolist() == [42.0, 42.0]
+
+
+def test_a_function_returning_a_pointer_unwinds_too(th):
+    with pytest.raises(RuntimeError, match=r"th_new_or_fail\(\): asked to fail"):
+        th.th_new_or_fail(1)            # the wrapper returned NULL for it; the tensor was freed first
 
 
 def test_dtype_mismatch_names_the_argument(th):

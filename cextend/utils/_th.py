@@ -66,14 +66,62 @@ _WRAP = """
     return t;
 }}
 """
-SOURCE = ("#include <stdatomic.h>\n"
+SOURCE = ("#include <setjmp.h>\n"
+          "#include <stdatomic.h>\n"
           "#include <TH/TH.h>\n"
           "static _Thread_local char cextend_th_error_message[CEXTEND_TH_ERROR_SIZE];\n"
           "char *cextend_th_error_buffer(void) { return cextend_th_error_message; }\n"
+          "static _Thread_local jmp_buf *cextend_th_jump;\n"
+          "void cextend_th_unwind(void) { if (cextend_th_jump) longjmp(*cextend_th_jump, 1); }\n"
           "static atomic_int cextend_th_live;\n"
           "void cextend_th_track(int delta) { atomic_fetch_add(&cextend_th_live, delta); }\n"
           "int cextend_th_live_objects(void) { return atomic_load(&cextend_th_live); }\n" +
           "".join(_WRAP.format(name=name, storage=storage, real=real) for name, (storage, real, _) in TYPES.items()))
+
+
+_GUARDED = """
+static {result_decl}
+{{
+    /* TH's THError jumps here (cextend_th_unwind): the call returns at once, as under TH. */
+    jmp_buf here;
+    jmp_buf *outer = cextend_th_jump;
+    cextend_th_jump = &here;
+    if (setjmp(here)) {{
+        cextend_th_jump = outer;
+        {failed}
+    }}
+    {call}
+    cextend_th_jump = outer;
+    {done}
+}}
+#define {name} cextend_th_guarded_{name}
+"""
+
+
+def guarded_calls(cdef, names):
+    """C wrappers that give each function of `names` (declared in cdef) a setjmp point for
+    THError, and #defines that make the cffi module call them instead of the function."""
+    parser = FFI()
+    parser.cdef(cdef)
+    chunks = []
+    for name in names:
+        declared = parser._parser._declarations.get("function " + name)
+        if declared is None or declared[0].ellipsis:
+            continue                    # a variadic function cannot be forwarded; it keeps TH's old behaviour
+        function = declared[0]
+        params = [arg.get_c_name(" x%d" % i) for i, arg in enumerate(function.args)]
+        arguments = ", ".join("x%d" % i for i in range(len(params)))
+        void = function.result.get_c_name("") == "void"
+        chunks.append(_GUARDED.format(
+            name=name,
+            result_decl=function.result.get_c_name(" cextend_th_guarded_%s(%s)" % (name, ", ".join(params) or
+                                                                                     "void")),
+            failed="return;" if void else "%s; memset(&zero, 0, sizeof zero); return zero;"
+                   % function.result.get_c_name(" zero"),
+            call="%s(%s);" % (name, arguments) if void else "%s = %s(%s);" % (
+                function.result.get_c_name(" result"), name, arguments),
+            done="return;" if void else "return result;"))
+    return "".join(chunks)
 
 
 # -- which TH functions a source may call ----------------------------------------------

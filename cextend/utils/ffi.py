@@ -109,17 +109,20 @@ def create_extension(name, headers, sources, verbose=False, with_cuda=False, pac
     _th.check_sources([os.path.join(base, p) for p in list(headers) + list(sources)], with_cuda)
     kwargs["extra_compile_args"] = list(kwargs["extra_compile_args"]) + ["-Werror=implicit-function-declaration"]
     ffi = FFI()
-    ffi.cdef(_th.CDEF + (_th.THC_CDEF if with_cuda else "") + _strip_preprocessor(header_source))
+    cdef = _th.CDEF + (_th.THC_CDEF if with_cuda else "") + _strip_preprocessor(header_source)
+    ffi.cdef(cdef)
     # As torch's did, the wrapper includes TH before the user's headers, so
     # headers written for torch.utils.ffi (TH types, no includes) compile;
-    # it also defines the shim's error buffer and wrapping helpers.
+    # it also defines the shim's error buffer and wrapping helpers, and a
+    # setjmp point around each of the user's functions for THError.
+    consts = _const_pointer_params(header_source)
     include_lines = _th.SOURCE + (_THC_SOURCE if with_cuda else "") + \
-        "\n".join('#include "%s"' % os.path.basename(h) for h in headers)
+        "\n".join('#include "%s"' % os.path.basename(h) for h in headers) + "\n" + \
+        _th.guarded_calls(cdef, sorted(consts))
     ffi.set_source(wrapper_module if package else wrapper_module, include_lines,
                    sources=[os.path.relpath(os.path.join(base, s), base) if package else
                             os.path.join(base, s) for s in sources],
                    include_dirs=include_dirs, **kwargs)
-    consts = _const_pointer_params(header_source)
 
     def build():
         os.makedirs(module_dir, exist_ok=True)

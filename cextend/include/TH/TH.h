@@ -12,12 +12,13 @@
  * more room) is owned and freed with its last reference, or adopted by the
  * Tensor it was returned in.  Tensors created in C are released with _free.
  *
- * Errors: TH raised a Python exception from THError/THArgCheck.  Here the
- * failing call records TH's message and returns without changing its
- * outputs; the generated wrapper raises RuntimeError with that message when
- * the C function returns (TH unwound immediately: code after a failing
- * call still runs, on unchanged tensors).  An allocation failure is such
- * an error, never an abort.
+ * Errors: as TH's error handler did, THError/THArgCheck never return into
+ * the extension's code: they record TH's message and longjmp to the
+ * generated wrapper around the C function that Python called, which
+ * returns at once; the Python side frees the structs it made for the call
+ * and raises RuntimeError with that message.  (Called outside such a call,
+ * from a thread of the extension's own, THError records the message and
+ * returns.)  An allocation failure is such an error, never an abort.
  *
  * Semantics follow TH: resize* keeps a tensor that already has the right
  * size as it is (strides included), else makes it contiguous, growing the
@@ -47,20 +48,22 @@ extern "C" {
 
 /* Defined once, by the module create_extension generates. */
 char *cextend_th_error_buffer(void);   /* this thread's pending message ("" if none) */
+void cextend_th_unwind(void);          /* longjmp to the wrapper of the running call, if any */
 void cextend_th_track(int delta);      /* counts live shim allocations (a leak check) */
 int cextend_th_live_objects(void);     /* that count: TH structs not yet freed */
 
 static inline void THError(const char *fmt, ...)
 {
     char *message = cextend_th_error_buffer();
-    if (message[0])
-        return;                             /* the first error is the one raised */
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, CEXTEND_TH_ERROR_SIZE, fmt, args);
-    va_end(args);
-    if (!message[0])
-        strcpy(message, "TH error");
+    if (!message[0]) {                      /* the first error is the one raised */
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(message, CEXTEND_TH_ERROR_SIZE, fmt, args);
+        va_end(args);
+        if (!message[0])
+            strcpy(message, "TH error");
+    }
+    cextend_th_unwind();
 }
 
 static inline void cextend_th_arg_error(int arg, const char *fmt, ...)
