@@ -451,12 +451,47 @@ def gemm_blocking(isa, dtype):
 
 
 def set_num_threads(n):
-    """Threads for the kernels (results are bitwise identical for any count)."""
+    """Threads for the kernels (results are bitwise identical for any count).
+
+    Raises RuntimeError, and keeps the old count, if the threads the kernels
+    would start cannot be created now (a process or memory limit): OpenMP
+    would otherwise end the process in the next parallel kernel.
+    """
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError("n must be an int, got %s" % type(n).__name__)
     if n < 1:
         raise ValueError("n must be >= 1, got %d" % n)
+    _check_threads_can_start(n)
     check(lib.cextend_set_num_threads(n))
+
+
+_threads_started = [1]      # the most threads seen alive at once by _check_threads_can_start
+
+
+def _check_threads_can_start(n):
+    """Start the threads a kernel would use (never more than the cores online) all at once,
+    then let them go; libgomp aborts the process where Python raises."""
+    import os
+    import threading
+    wanted = min(n, os.cpu_count() or 1)
+    if wanted <= _threads_started[0]:
+        return
+    release, started = threading.Event(), []
+    try:
+        for _ in range(wanted - 1):
+            thread = threading.Thread(target=release.wait, daemon=True)
+            thread.start()
+            started.append(thread)
+    except RuntimeError as error:
+        raise RuntimeError("set_num_threads(%d): only %d of the %d threads the kernels would use could be "
+                           "started (%s): the process's thread limit (ulimit -u) or its memory limit is too "
+                           "low; the kernels keep %d thread(s)"
+                           % (n, len(started) + 1, wanted, error, lib.cextend_get_num_threads())) from None
+    finally:
+        release.set()
+        for thread in started:
+            thread.join()
+    _threads_started[0] = wanted
 
 
 def get_num_threads():

@@ -66,3 +66,34 @@ def test_a_child_forked_after_a_parallel_kernel_runs_single_threaded():
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "child exit 0 parent threads 2" in result.stdout, result.stdout
+
+
+THREAD_LIMIT_SCRIPT = r'''
+import resource
+import cextend
+cextend.set_num_threads(1)
+with open("/proc/self/status") as f:
+    size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+# 2 MiB more address space: no room for another thread's stack.
+resource.setrlimit(resource.RLIMIT_AS, (size + (2 << 20), resource.RLIM_INFINITY))
+try:
+    cextend.set_num_threads(1000)
+    print("no error")
+except RuntimeError as error:
+    print("RuntimeError:", error)
+print(cextend.get_num_threads(), float(cextend.ones(10).sum()))
+'''
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the kernels never start a second thread")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status are Linux's")
+def test_set_num_threads_raises_when_threads_cannot_be_created():
+    """issue 25 item 8: under a limit, libgomp ended the process ('Thread creation failed') in the
+    next parallel kernel; set_num_threads now starts the threads it would use first, and raises."""
+    result = subprocess.run([sys.executable, "-c", THREAD_LIMIT_SCRIPT], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("RuntimeError: set_num_threads(1000): only 1 of the "), lines
+    assert "thread limit (ulimit -u) or its memory limit is too low; the kernels keep 1 thread(s)" in lines[0]
+    assert lines[1] == "1 10.0"          # the old count is kept and the kernels still run
