@@ -7,10 +7,13 @@ values.  test_layouts: the sample re-run from transposed and sliced
 storage, with a stride-0 (expanded) grad_output, and with zero-size and
 size-1 variants the op accepts; every result must equal the contiguous run.
 test_determinism: bitwise-equal results over repeated calls and over 1..N
-threads.
+threads.  test_float32: the float32 kernels against the float64 ones on
+the same (float32-representable) inputs, to float32's accuracy, and
+gradcheck in float32 with tolerances loose enough for its rounding.
 """
 import ctypes
 import os
+import warnings
 
 import numpy as np
 
@@ -289,3 +292,116 @@ def check_determinism(op, args, kwargs, repeats=3, **_):
         set_num_threads(saved[0])
         if openmp is not None:
             openmp.omp_set_num_threads(ctypes.c_int(saved[1]))
+
+
+# -- float32 -----------------------------------------------------------------
+
+# float32 results are compared with the float64 run relative to the largest
+# value of each tensor: a kernel's rounding grows with its sums, but a wrong
+# formula (a 3 for a 2) is off by far more than this.
+_FLOAT32_TOLERANCE = 1e-4
+
+
+def _converter(dtype):
+    def convert(tensor, _name=None):
+        data = _samples.host(tensor)
+        if data.dtype.kind != "f" or not isinstance(tensor._data, np.ndarray):
+            return _samples.copy_tensor(tensor)
+        return _samples.new_leaf(np.array(data, dtype=dtype, order="K"), tensor)
+    return convert
+
+
+def sample_as(op, args, kwargs, dtype):
+    """(positional, keyword_only): fresh copies with every floating tensor converted to dtype."""
+    positional, keyword_only = _samples.copy_args(op, args, kwargs)
+    convert = _converter(dtype)
+    return (tuple(_samples.map_tensors(v, convert) for v in positional),
+            {n: _samples.map_tensors(v, convert) for n, v in keyword_only.items()})
+
+
+def has_floating_tensors(op, args, kwargs):
+    positional, keyword_only = _samples.copy_args(op, args, kwargs)
+    found = []
+    for value in list(positional) + list(keyword_only.values()):
+        _samples.map_tensors(value, lambda t, _n=None: found.append(t.is_floating_point()))
+    return any(found)
+
+
+def check_float32(op, args, kwargs, **_):
+    """float32 outputs and gradients against float64 ones, then gradcheck in float32.
+
+    An op that refuses float32 inputs (raises) passes: it cannot be silently
+    wrong there.  The comparison runs the float64 kernels on the float32
+    inputs' exact values, so only the kernels' rounding separates the runs.
+    """
+    if not has_floating_tensors(op, args, kwargs):
+        return
+    single = sample_as(op, args, kwargs, np.float32)
+    try:
+        got = _samples.run(op, *single)
+    except Exception:
+        return                          # float32 is refused: nothing runs wrong silently
+    double = (tuple(_samples.map_tensors(v, _converter(np.float64)) for v in single[0]),
+              {n: _samples.map_tensors(v, _converter(np.float64)) for n, v in single[1].items()})
+    try:
+        reference = _samples.run(op, *double, grad_outputs=_float64_cotangents(op, single))
+    except Exception:
+        reference = None                # a float32-only op: gradcheck below is its check
+    if reference is not None:
+        _compare_float32(reference, got, op)
+    _gradcheck_float32(op, single)
+
+
+def _float64_cotangents(op, single):
+    """The float32 run's cotangents (grad_outputs_for's fixed ones), in float64."""
+    with enable_grad():
+        result = _samples.call(op, *sample_as_copies(single))
+    outputs = [o for o in _samples.outputs_of(result) if o.requires_grad]
+    return [_wrap(_samples.host(g).astype(np.float64)) for g in _samples.grad_outputs_for(outputs)]
+
+
+def sample_as_copies(sample):
+    positional, keyword_only = sample
+    return (tuple(_samples.map_tensors(v, _samples.copy_tensor) for v in positional),
+            {n: _samples.map_tensors(v, _samples.copy_tensor) for n, v in keyword_only.items()})
+
+
+def _compare_float32(reference, got, op):
+    pairs = [("output %d" % i, r, g) for i, (r, g) in enumerate(zip(reference.outputs, got.outputs))]
+    pairs += [("the gradient of %r" % label, r, g)
+              for label, r, g in zip(reference.labels, reference.grads or [], got.grads or [])
+              if r is not None and g is not None]
+    for what, r, g in pairs:
+        if r.dtype.kind != "f":
+            problem = _samples.first_difference(r, g)
+        else:
+            scale = float(np.max(np.abs(r[np.isfinite(r)]), initial=0.0)) or 1.0
+            problem = _samples.first_difference(r, g.astype(np.float64), atol=_FLOAT32_TOLERANCE * scale,
+                                                rtol=_FLOAT32_TOLERANCE)
+        if problem:
+            raise AssertionError("%s in float32: %s differs from the float64 run on the same values %s "
+                                 "(tolerance %g of the largest value): the float32 kernel computes "
+                                 "something else" % (op._qualname, what, problem, _FLOAT32_TOLERANCE))
+
+
+def _gradcheck_float32(op, single):
+    positional, keyword_only = sample_as_copies(single)
+    needing = _samples.leaves(op, positional)
+    if not needing or op._backward_fn is None:
+        return
+    labels = [label for label, _ in needing]
+    inputs = [t for _, t in needing]
+
+    def function(*diff):
+        replaced = dict(zip(map(id, inputs), diff))
+        args = tuple(_samples.map_tensors(v, lambda t, _n=None: replaced.get(id(t), t)) for v in positional)
+        return tuple(o for o in _samples.outputs_of(op(*args, **keyword_only)) if o.is_floating_point())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)      # "not double precision": known, hence the tolerances
+        try:
+            gradcheck(function, tuple(inputs), eps=1e-3, atol=1e-2, rtol=1e-2, raise_exception=True)
+        except GradcheckError as error:
+            names = ", ".join("input %d is %r" % (j, label) for j, label in enumerate(labels))
+            raise GradcheckError("gradcheck of %s in float32 (eps 1e-3, atol and rtol 1e-2) failed (%s):\n%s"
+                                 % (op._qualname, names, error)) from None

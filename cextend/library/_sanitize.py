@@ -16,14 +16,18 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 from cextend.library import _samples
+from cextend.library._numeric_checks import has_floating_tensors, sample_as
 from cextend.utils import _jit_cache, jit
-from cextend.utils._jit_record import recording
+from cextend.utils._jit_record import OutOfBoundsError, guarding, recording
 
 _ASAN_HEAD = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+)")
 _FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (\S+) (\S+?):(\d+)(?::\d+)?\s*$")
 _UBSAN = re.compile(r"^(\S+?):(\d+):(?:\d+:)? runtime error: (.*)$")
 _CALL = re.compile(r"^cextend-replay: call (\d+) of (\d+): (.*)$")
+_FAULT = re.compile(r"^cextend-fault: (\w+) (READ|WRITE) at address 0x[0-9a-f]+ \((.*)\) by (.*)\+0x([0-9a-f]+)$")
 
 
 class SanitizerError(RuntimeError):
@@ -47,39 +51,111 @@ def sanitizer_runtimes(compiler):
     return found
 
 
-def check_sanitize(op, args, kwargs, **_):
-    positional, keyword_only = _samples.copy_args(op, args, kwargs)
-    with recording() as record:
+def record_sample(op, args, kwargs, stream=None):
+    """Run the sample (forward and backward) under recording: as given, then with its floating
+    tensors in the other float dtype, so both dtypes' kernels are replayed.  The converted run
+    may fail (an op that refuses that dtype); the sample's own run may not."""
+    with recording(stream) as record:
+        positional, keyword_only = _samples.copy_args(op, args, kwargs)
         _samples.run(op, positional, keyword_only)
-    if not record.calls:
-        raise RuntimeError("%s made no C calls through a cextend.utils.ffi.load()/load_inline() extension; "
-                           "test_sanitize replays those calls, so build the op's C with load or load_inline"
-                           % op._qualname)
-    if record.problems:
-        raise RuntimeError("test_sanitize cannot replay %s faithfully: %s" % (op._qualname, record.problems[0]))
-    libraries, builds = {}, {}
+        if has_floating_tensors(op, args, kwargs):
+            for dtype in (np.float32, np.float64):
+                if not _sample_is(op, args, kwargs, dtype):
+                    try:
+                        _samples.run(op, *sample_as(op, args, kwargs, dtype))
+                    except OutOfBoundsError:
+                        raise
+                    except Exception:
+                        pass
+    return record
+
+
+def _sample_is(op, args, kwargs, dtype):
+    positional, keyword_only = _samples.copy_args(op, args, kwargs)
+    found = []
+    for value in list(positional) + list(keyword_only.values()):
+        _samples.map_tensors(value, lambda t, _n=None: found.append(_samples.host(t).dtype == dtype))
+    return all(found)
+
+
+def check_sanitize(op, args, kwargs, mode="asan", explicit=True, **_):
+    """test_sanitize in this process: record the sample's calls (on guarded buffers), replay them."""
+    with guarding():
+        record = record_sample(op, args, kwargs)
+    extensions, numbers, calls = {}, {}, []
     for call in record.calls:
         extension = call["extension"]
-        if id(extension) not in builds:
-            info = jit.build(extension.variant(sanitize=True))
-            builds[id(extension)] = info
-            libraries[len(libraries)] = (os.path.basename(info.library).split(".")[0], info.library)
-    keys = {ident: k for k, ident in enumerate(builds)}
-    job = {"libraries": libraries,
-           "calls": [(keys[id(c["extension"])], c["symbol"], c["args"], c["description"]) for c in record.calls]}
-    first = next(iter(builds.values()))
-    log_path = os.path.join(first.folder, "sanitize-%s.log" % op._qualname.replace("::", "-"))
-    with tempfile.TemporaryDirectory(prefix="cextend-sanitize-") as folder:
-        job_path = os.path.join(folder, "job.pickle")
-        with open(job_path, "wb") as f:
-            pickle.dump(job, f)
-        result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "_replay.py"), job_path],
-                                capture_output=True, text=True, env=_replay_env(), timeout=600)
-    output = result.stdout + result.stderr
-    with open(log_path, "w") as log:
-        log.write(output)
-    if result.returncode != 0:
-        raise SanitizerError(describe_report(output, result.returncode, builds.values(), log_path))
+        if id(extension) not in numbers:
+            numbers[id(extension)] = len(numbers)
+            extensions[numbers[id(extension)]] = extension
+        calls.append((numbers[id(extension)], call["symbol"], call["args"], call["description"],
+                      call["problems"]))
+    replay(op, extensions, calls, mode, explicit)
+
+
+def replay(op, extensions, calls, mode, explicit):
+    """Replay recorded calls in a fresh process: under ASan + UBSan (mode "asan"), with guard pages
+    around every buffer ("guard"), or whichever this machine can ("auto").  Raises on a finding.
+
+    calls: (extension number, symbol, args, description, problems).  A call that cannot be replayed
+    faithfully (a raw pointer argument, say) fails an explicit request; by default it is left out
+    (it ran on guarded buffers where it could)."""
+    problems = ["%s: %s" % (c[3], p) for c in calls for p in c[4]]
+    if problems and explicit:
+        raise RuntimeError("test_sanitize cannot replay %s faithfully: %s" % (op._qualname, problems[0]))
+    calls = [c[:4] for c in calls if not c[4]]
+    if not calls:
+        if explicit:
+            raise RuntimeError("%s made no C calls through a cextend.utils.ffi.load()/load_inline() "
+                               "extension; test_sanitize replays those calls, so build the op's C with load "
+                               "or load_inline" % op._qualname)
+        return
+    if mode == "auto":
+        mode = "asan" if _has_sanitizer_runtimes() else "guard"
+    if mode == "asan":
+        variants = {k: e.variant(sanitize=True) for k, e in extensions.items()}
+        passes, env = ["asan"], _replay_env()
+    else:
+        # -g for addr2line's file:line; not a sanitizer build, so no runtime is needed.
+        variants = {k: e.variant(compile_args=list(e.compile_args) + ["-g"]) for k, e in extensions.items()}
+        passes, env = ["guard-end", "guard-start"], _jit_cache.compiler_env()
+    used = {c[0] for c in calls}
+    builds = {k: jit.build(v) for k, v in variants.items() if k in used}
+    libraries = {k: (os.path.basename(info.library).split(".")[0], info.library) for k, info in builds.items()}
+    first = builds[min(builds)]
+    log_path = os.path.join(first.folder, "%s-%s.log" % ("sanitize" if mode == "asan" else "guard",
+                                                         op._qualname.replace("::", "-")))
+    outputs = []
+    for replay_mode in passes:
+        job = {"libraries": libraries, "calls": calls, "mode": replay_mode}
+        with tempfile.TemporaryDirectory(prefix="cextend-replay-") as folder:
+            job_path = os.path.join(folder, "job.pickle")
+            with open(job_path, "wb") as f:
+                pickle.dump(job, f)
+            result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "_replay.py"),
+                                     job_path], capture_output=True, text=True, env=env, timeout=600)
+        output = result.stdout + result.stderr
+        outputs.append("== replay %s: status %d\n%s" % (replay_mode, result.returncode, output))
+        with open(log_path, "w") as log:
+            log.write("\n".join(outputs))
+        if result.returncode != 0:
+            if mode == "asan":
+                raise SanitizerError(describe_report(output, result.returncode, builds.values(), log_path))
+            raise SanitizerError(describe_fault(output, result.returncode, builds.values(), log_path))
+
+
+_runtimes_found = {}
+
+
+def _has_sanitizer_runtimes():
+    compiler = tuple(_jit_cache.compiler_command())
+    if compiler not in _runtimes_found:
+        try:
+            sanitizer_runtimes(list(compiler))
+            _runtimes_found[compiler] = True
+        except (RuntimeError, OSError):
+            _runtimes_found[compiler] = False
+    return _runtimes_found[compiler]
 
 
 def _replay_env():
@@ -114,6 +190,36 @@ def describe_report(output, status, builds, log_path):
                                                        log_path)
     return ("the sanitized replay failed with status %d and no sanitizer report%s\nlast output: %s\n"
             "sanitizer log: %s" % (status, during, " | ".join(lines[-3:]), log_path))
+
+
+def describe_fault(output, status, builds, log_path):
+    """A guard-page replay's fault as `READ/WRITE n bytes past ... at file:line in function`."""
+    lines = output.splitlines()
+    calls = [m for m in map(_CALL.match, lines) if m]
+    during = ("\nwhile replaying call %s of %s: %s" % calls[-1].groups()) if calls else ""
+    for line in lines:
+        fault = _FAULT.match(line.strip())
+        if fault:
+            signal_name, access, buffer, library, offset = fault.groups()
+            where = _addr2line(library, offset, [info.folder for info in builds])
+            return ("memory error: %s %s%s (%s against a guard page)%s\nreplay log: %s"
+                    % (access, buffer, where, signal_name, during, log_path))
+    return ("the guarded replay failed with status %d%s\nlast output: %s\nreplay log: %s"
+            % (status, during, " | ".join(lines[-3:]), log_path))
+
+
+def _addr2line(library, offset, folders):
+    """' at file:line in function' for an instruction of library, or '' without addr2line or -g."""
+    try:
+        result = subprocess.run(["addr2line", "-f", "-e", library, "0x" + offset], capture_output=True,
+                                text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return " in %s+0x%s" % (os.path.basename(library), offset)
+    found = result.stdout.split("\n")
+    if result.returncode != 0 or len(found) < 2 or found[1].startswith("??"):
+        return " in %s+0x%s" % (os.path.basename(library), offset)
+    path, _, line = found[1].split(" ")[0].rpartition(":")
+    return " at %s:%s in %s" % (_shown(path, folders), line, found[0])
 
 
 def _user_files(builds):
