@@ -136,8 +136,14 @@ def assert_names_the_line(report, source, planted_in):
         assert path.startswith("planted_") and line == bug_line(source, planted_in), report
 
 
-@pytest.mark.parametrize("planted_in", ["f64", "f32"])
-@pytest.mark.parametrize("bug", sorted(BUGS))
+def cases(in_make_test):
+    """Every (bug, dtype); those not in in_make_test run in make test-all (each builds three libraries)."""
+    return [pytest.param(bug, dtype, marks=() if (bug, dtype) in in_make_test else pytest.mark.long_run)
+            for bug in sorted(BUGS) for dtype in ("f64", "f32")]
+
+
+@pytest.mark.parametrize("bug, planted_in", cases({("write_past_end", "f64"), ("write_past_end", "f32"),
+                                                   ("write_before_start", "f64"), ("read_past_end", "f32")}))
 def test_default_opcheck_names_the_line_of_a_memory_bug(tmp_path, bug, planted_in):
     found = run_planted(tmp_path, bug, planted_in, "default")
     report = found["report"]
@@ -148,8 +154,7 @@ def test_default_opcheck_names_the_line_of_a_memory_bug(tmp_path, bug, planted_i
     assert_names_the_line(report, found["source"], planted_in)
 
 
-@pytest.mark.parametrize("planted_in", ["f64", "f32"])
-@pytest.mark.parametrize("bug", sorted(BUGS))
+@pytest.mark.parametrize("bug, planted_in", cases({("read_past_end", "f64"), ("write_before_start", "f32")}))
 def test_guard_pages_find_the_same_bugs_without_a_sanitizer(tmp_path, bug, planted_in):
     found = run_planted(tmp_path, bug, planted_in, "guard")
     report = found["report"]
@@ -169,9 +174,9 @@ def test_a_float32_only_gradient_bug_fails_opcheck(tmp_path):
                              "in float32: the gradient of 'x' differs from the float64 run"), report
 
 
-def test_a_correct_kernel_passes_in_both_modes(tmp_path):
-    assert run_planted(tmp_path, "none", "f64", "default")["report"] is None
-    assert run_planted(tmp_path, "none", "f64", "guard")["report"] is None
+@pytest.mark.parametrize("mode", ["default", "guard"])
+def test_a_correct_kernel_passes_in_both_modes(tmp_path, mode):
+    assert run_planted(tmp_path, "none", "f64", mode)["report"] is None
 
 
 CRASHING = r'''
