@@ -123,6 +123,7 @@ FUZZ_EXAMPLES ?= 20000
 DIFFTEST_PROGRAMS ?= 50000
 fuzz: build
 	$(PY) tests/fuzz_api.py --examples $(FUZZ_EXAMPLES) --seed $$(date +%s)
+	$(PY) tests/fuzz_serialization.py --cases 5000 --seed $$(date +%s)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/test_properties.py -q
 	PYTHONPATH=tests $(PY) -m difftest --programs $(DIFFTEST_PROGRAMS) --seed $$(date +%s)
 
