@@ -63,3 +63,18 @@ def can_cast(from_, to):
 from cextend.serialization import load, save  # noqa: E402,F401
 from cextend.utils import data as _data  # noqa: E402,F401  (cextend.utils.data, as torch.utils.data)
 from cextend._printing import set_printoptions  # noqa: E402,F401  (torch.set_printoptions)
+from cextend import accelerator, backends, onnx  # noqa: E402,F401  (torch's device-selection idioms)
+from cextend._compile import compile  # noqa: E402,F401  (torch.compile: the model, unchanged)
+from cextend._legacy import FatalError  # noqa: E402,F401
+
+import math as _math  # noqa: E402  (`float` here is cextend.float, the dtype)
+
+inf, nan, e, pi = _math.inf, _math.nan, _math.e, _math.pi
+
+
+def __getattr__(name):
+    """An attribute torch has and cextend does not: say so, and where the list of those is."""
+    if name.startswith("__"):
+        raise AttributeError("module 'cextend' has no attribute %r" % name)
+    raise AttributeError("module 'cextend' has no attribute %r: torch.%s is not supported by cextend "
+                         "(docs/torch-parity.md, 'What is missing', lists what is not)" % (name, name))

@@ -80,3 +80,9 @@ def set_default_dtype(d):
 
 def get_default_dtype():
     return _dtype.DEFAULT_FLOAT
+
+
+class FatalError(Exception):
+    """torch.FatalError (torch 0.3/0.4): an error from the C library that the
+    caller cannot recover from.  Kept so code that catches it still imports;
+    cextend raises RuntimeError for the errors TH reported this way."""

@@ -108,7 +108,8 @@ class DeviceBuffer:
         check(lib.cextend_cuda_malloc(slot, int(nbytes)))
         self.ptr = slot[0]
         self.nbytes = int(nbytes)
-        self._finalizer = weakref.finalize(self, _release, lib, self.ptr)
+        _count_allocation(self.nbytes)
+        self._finalizer = weakref.finalize(self, _release, lib, self.ptr, self.nbytes)
 
     def free(self):
         self._finalizer()
@@ -118,8 +119,60 @@ class DeviceBuffer:
         return not self._finalizer.alive
 
 
-def _release(lib, ptr):
+def _release(lib, ptr, nbytes):
     lib.cextend_cuda_free(ptr)      # errors here cannot be raised (finalizer): the memory is gone anyway
+    _count_allocation(-nbytes)
+
+
+# -- memory statistics (torch.cuda.memory_allocated and its kin) ------------------------------
+# cextend allocates each buffer with cudaMalloc and frees it with its tensor (no caching
+# allocator), so "reserved" is "allocated".  Without CUDA every count is 0, as torch's CPU
+# build answers; reset_peak_memory_stats is a no-op there, where torch's CPU build raises.
+
+_allocated = [0, 0]         # bytes live now, the peak since the last reset
+_stats_lock = threading.RLock()     # re-entrant: a finalizer may run inside, during a collection
+
+
+def _count_allocation(delta):
+    with _stats_lock:
+        _allocated[0] += delta
+        _allocated[1] = max(_allocated[1], _allocated[0])
+
+
+def memory_allocated(device=None):
+    return _allocated[0]
+
+
+def max_memory_allocated(device=None):
+    return _allocated[1]
+
+
+memory_reserved = memory_allocated
+max_memory_reserved = max_memory_allocated
+
+
+def reset_peak_memory_stats(device=None):
+    with _stats_lock:
+        _allocated[1] = _allocated[0]
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def empty_cache():
+    """Nothing to release: freed buffers go back to CUDA at once."""
+
+
+def memory_stats(device=None):
+    if not is_available():
+        return {}                   # as torch's CPU build: no statistics without CUDA
+    return {"allocated_bytes.all.current": _allocated[0], "allocated_bytes.all.peak": _allocated[1],
+            "reserved_bytes.all.current": _allocated[0], "reserved_bytes.all.peak": _allocated[1]}
+
+
+def memory_summary(device=None, abbreviated=False):
+    return ("cextend CUDA memory: %d bytes allocated, %d bytes at the peak (no caching allocator)"
+            % (_allocated[0], _allocated[1]))
 
 
 def to_device(array):
