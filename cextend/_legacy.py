@@ -82,7 +82,7 @@ def get_default_dtype():
     return _dtype.DEFAULT_FLOAT
 
 
-class FatalError(Exception):
-    """torch.FatalError (torch 0.3/0.4): an error from the C library that the
-    caller cannot recover from.  Kept so code that catches it still imports;
-    cextend raises RuntimeError for the errors TH reported this way."""
+class FatalError(RuntimeError):
+    """torch.FatalError (torch 0.3/0.4): what a THError inside a torch.utils.ffi
+    function raised.  The TH shim raises it for the same errors; it is also a
+    RuntimeError, which newer code catches."""

@@ -31,6 +31,8 @@ int th_bad_size(THFloatTensor *t);
 int th_resize_as_then_fill(THFloatTensor *out, THFloatTensor *in);
 void th_check_then_write(THFloatTensor *out, int ok);
 THFloatTensor *th_new_or_fail(int fail);
+double th_general_h(THFloatTensor *t);
+THFloatTensor *th_narrow_of(THFloatTensor *t);
 int th_two(THFloatTensor *a, THDoubleTensor *b);
 int th_leak_check(void);
 """
@@ -213,6 +215,20 @@ void th_check_then_write(THFloatTensor *out, int ok)
 {
     THArgCheck(ok, 2, "ok must be nonzero");
     THFloatTensor_fill(out, 42.0f);
+}
+
+double th_general_h(THFloatTensor *t)
+{
+    /* roi_crop's style: what TH's THGeneral.h declared, used with no include of its own
+       (implicit declarations are errors in create_extension's builds) */
+    (void)t;
+    return floor(2.7) + (M_PI > 3.14) + (THInf == DBL_MAX) + (INT_MAX > 0) + (FLT_EPSILON < 1.0f) +
+           (time(NULL) > 0) + THMin(1, 2) + THMax(0, -1) + (sqrt(4.0) == 2.0);
+}
+
+THFloatTensor *th_narrow_of(THFloatTensor *t)
+{
+    return THFloatTensor_newNarrow(t, 0, 1, 2);
 }
 
 THFloatTensor *th_new_or_fail(int fail)
@@ -440,6 +456,20 @@ def test_a_function_returning_a_pointer_unwinds_too(th):
         th.th_new_or_fail(1)            # the wrapper returned NULL for it; the tensor was freed first
 
 
+def test_a_returned_th_tensor_comes_back_as_a_tensor(th):
+    made = th.th_new_or_fail(0)         # C allocated its storage: the Tensor adopts it, the struct is freed
+    assert isinstance(made, cx.Tensor) and made.dtype is cx.float32 and made.tolist() == [5.0, 5.0, 5.0]
+    source = cx.arange(5.0)
+    view = th.th_narrow_of(source)      # a view of an argument: the Tensor shares its memory
+    assert view.tolist() == [1.0, 2.0]
+    source[1] = 10.0
+    assert view.tolist() == [10.0, 2.0]
+
+
+def test_th_h_provides_what_thgeneral_h_did(th):
+    assert th.th_general_h(cx.zeros(1)) == 2 + 1 + 1 + 1 + 1 + 1 + 1 + 0 + 1
+
+
 def test_dtype_mismatch_names_the_argument(th):
     with pytest.raises(TypeError, match=r"argument 2 must be a float64 tensor \(a THDoubleTensor \*\), got float32"):
         th.th_two(cx.zeros(2), cx.zeros(2))
@@ -527,3 +557,61 @@ int use(THCudaTensor *a, THCudaTensor *b)
                              "-I", include, "-I", str(tmp_path), str(tmp_path / "uses_thc.c")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+TEST_FFI = r'''
+import os, sys
+sys.path.insert(0, os.getcwd())
+import cextend as torch
+from cextend.utils.ffi import compile_extension
+
+compile_extension(name="test_extensions.cpulib", header="src/cpu/lib.h",
+                  sources=["src/cpu/lib1.c", "src/cpu/lib2.c"], verbose=False)
+from test_extensions import cpulib
+tensor = torch.ones(2, 2).float()
+cpulib.good_func(tensor, 2, 1.5)
+assert torch.equal(tensor, torch.ones(2, 2) * 2 + 1.5)
+new_tensor = cpulib.new_tensor(4)
+assert torch.equal(new_tensor, torch.ones(4, 4) * 4)
+f = cpulib.int_to_float(5)
+assert type(f) is float
+try:
+    cpulib.good_func(tensor.double(), 2, 1.5)
+    raise AssertionError("a double tensor was accepted as a THFloatTensor")
+except TypeError:
+    pass
+try:
+    cpulib.bad_func(tensor, 2, 1.5)
+    raise AssertionError("bad_func did not raise")
+except torch.FatalError as error:
+    print("FatalError:", error)
+'''
+
+
+def test_compile_extension_passes_torch_0_4s_test_ffi(tmp_path):
+    """torch 0.4's TestFFI.test_cpu (test/test_utils.py) with only its imports changed: its
+    assertions are the reference, since torch 2.13 has no torch.utils.ffi."""
+    cpu = tmp_path / "src" / "cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "lib.h").write_text("void good_func(THFloatTensor *tensor, int a, float b);\n"
+                               "void bad_func(THFloatTensor *tensor, int a, float b);\n"
+                               "THFloatTensor * new_tensor(int a);\n"
+                               "float int_to_float(int a);\n")
+    (cpu / "lib1.c").write_text("#include <TH/TH.h>\n"
+                                "void good_func(THFloatTensor *tensor, int a, float b)\n{\n"
+                                "    THFloatTensor_mul(tensor, tensor, a);\n"
+                                "    THFloatTensor_add(tensor, tensor, b);\n}\n"
+                                "THFloatTensor * new_tensor(int a)\n{\n"
+                                "    THFloatTensor *t = THFloatTensor_newWithSize2d(a, a);\n"
+                                "    THFloatTensor_fill(t, a);\n    return t;\n}\n")
+    (cpu / "lib2.c").write_text("#include <TH/TH.h>\n"
+                                "void bad_func(THFloatTensor *tensor, int a, float b)\n{\n"
+                                "    THFloatTensor_mul(tensor, tensor, a);\n"
+                                "    THFloatTensor_add(tensor, tensor, b);\n"
+                                "    THFloatTensor_addbmm(tensor, 1, tensor, 1, tensor, tensor);\n}\n"
+                                "float int_to_float(int a)\n{\n    return a;\n}\n")
+    result = subprocess.run([sys.executable, "-c", TEST_FFI], cwd=tmp_path, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "FatalError: bad_func(): " in result.stdout
+    assert (tmp_path / "test_extensions" / "__init__.py").exists()

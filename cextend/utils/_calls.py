@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from cextend._legacy import FatalError
 from cextend.tensor import Tensor
 from cextend.utils import _th
 
@@ -54,6 +55,10 @@ def _wrap_function(function, ffi, const_flags=None, lib=None):
         else:
             plans.append(None)
     name = getattr(function, "__name__", "function")
+    result_kind = ctype.result
+    returns_th = (result_kind.kind == "pointer" and result_kind.item.kind == "struct" and
+                  result_kind.item.cname.replace("struct ", "") in _th.TYPES and lib is not None)
+    returned_type = result_kind.item.cname.replace("struct ", "") if returns_th else None
 
     def call(*args):
         if len(args) != len(plans):
@@ -82,6 +87,7 @@ def _wrap_function(function, ffi, const_flags=None, lib=None):
         except BaseException:
             state.release()     # the structs made for earlier arguments
             raise
+        result = None
         try:
             result = function(*converted)
         finally:
@@ -89,10 +95,12 @@ def _wrap_function(function, ffi, const_flags=None, lib=None):
             try:
                 for argument in state.arguments:
                     argument.sync_back()
+                if returns_th and result is not None and result != ffi.NULL:
+                    result = _th.returned_tensor(state, returned_type, result, name)
             finally:
                 state.release()
         if error:
-            raise RuntimeError("%s(): %s" % (name, error))
+            raise FatalError("%s(): %s" % (name, error))
         return result
 
     call.__name__ = name

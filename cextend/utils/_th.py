@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 from cffi import FFI
-from cextend.tensor import Tensor
+from cextend.tensor import Tensor, _wrap
 
 # name -> (storage name, C element type, dtype)
 TYPES = {
@@ -219,6 +219,7 @@ class CallState:
 class ThArgument:
     def __init__(self, state, plan, value, position, function):
         self.state, self.value, self.position, self.function = state, value, position, function
+        self.what = "argument %d" % position
         _, dtype, self.type_name, const = plan
         self.const = const
         array = value._data if isinstance(value, Tensor) else value
@@ -288,8 +289,8 @@ class ThArgument:
         storage = t.storage
         reach = int(t.storageOffset) + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
         if int(t.storageOffset) < 0 or min(strides) < 0 or reach > storage.size:
-            raise RuntimeError("%s(): argument %d: the C code left a TH tensor outside its storage"
-                               % (self.function, self.position))
+            raise RuntimeError("%s(): %s: the C code left a TH tensor outside its storage"
+                               % (self.function, self.what))
         adopted = self.state.adopted.get(int(ffi.cast("uintptr_t", storage)))
         if adopted is not None:
             base = adopted
@@ -298,8 +299,8 @@ class ThArgument:
         else:
             lent = self.state.lent.get(int(ffi.cast("uintptr_t", storage.data)))
             if lent is None or lent[0].dtype != dtype:
-                raise RuntimeError("%s(): argument %d: the C code pointed a TH tensor at memory cextend "
-                                   "did not lend it" % (self.function, self.position))
+                raise RuntimeError("%s(): %s: the C code pointed a TH tensor at memory cextend "
+                                   "did not lend it" % (self.function, self.what))
             array, span = lent
             base = np.lib.stride_tricks.as_strided(array, shape=(span,), strides=(dtype.itemsize,))
         base = base[int(t.storageOffset):]
@@ -317,6 +318,23 @@ class ThArgument:
             self.state.adopted[key] = np.frombuffer(ffi.buffer(owner, int(storage.size) * dtype.itemsize),
                                                     dtype=dtype)
         return self.state.adopted[key]
+
+
+def returned_tensor(state, type_name, struct, function):
+    """The Tensor a C function returned as a TH tensor pointer (as torch.utils.ffi gave back).
+
+    Under TH the caller owned the returned reference: the Tensor takes over
+    (or views) the memory, and the reference is released."""
+    result = ThArgument.__new__(ThArgument)
+    result.state, result.struct, result.function, result.what = state, struct, function, "the returned tensor"
+    result.type_name = type_name
+    result.array = np.empty(0, TYPES[type_name][2])
+    try:
+        ndim = struct.nDimension
+        array = result._view(tuple(struct.size[d] for d in range(ndim)), tuple(struct.stride[d] for d in range(ndim)))
+    finally:
+        getattr(state.lib, type_name + "_free")(struct)
+    return _wrap(array)
 
 
 def take_error(ffi, lib):

@@ -142,6 +142,16 @@ def create_extension(name, headers, sources, verbose=False, with_cuda=False, pac
     return ffi
 
 
+def compile_extension(name, header, sources=(), verbose=True, with_cuda=False, **kwargs):
+    """torch.utils.ffi.compile_extension (torch 0.2 to 0.4): build `name`
+    ("pkg.sub.lib") at once, into those package folders under the current
+    directory, from one header and the sources (paths as given)."""
+    ffi = create_extension(name, headers=[os.path.abspath(header)],
+                           sources=[os.path.abspath(source) for source in sources], verbose=verbose,
+                           with_cuda=with_cuda, relative_to=os.getcwd(), **kwargs)
+    ffi.build()
+
+
 def _package_root(base, top):
     """Where package `top` lives: base, or base/src in a src layout (base/src/top
     exists and base/top does not), so the wrapper lands inside the package."""

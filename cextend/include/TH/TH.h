@@ -29,12 +29,25 @@
 #ifndef CEXTEND_TH_H
 #define CEXTEND_TH_H
 
+/* What TH's THGeneral.h brought in: extensions call floor(), use INT_MAX,
+ * FLT_EPSILON, M_PI or THInf without including anything themselves. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846     /* math.h leaves it out under -std=c11 */
+#endif
+#define THInf DBL_MAX                   /* TH's "infinity" for min/max searches */
+#define THMin(X, Y) ((X) < (Y) ? (X) : (Y))
+#define THMax(X, Y) ((X) > (Y) ? (X) : (Y))
 
 #define TH_MAX_DIMS 8
 #define TH_INDEX_BASE 0
