@@ -73,7 +73,7 @@ _DTYPES = {d.name: d.numpy for d in _dtype._BY_NUMPY.values()}
 # The dtype objects cextend's arrays carry: its kernels compare dtypes by identity, so a loaded
 # array must have these, not an equal dtype that the .npy header produced.
 _CANONICAL = {d: d for d in _DTYPES.values()}
-_TENSOR_KEYS = {"$tensor", "dtype", "shape", "requires_grad", "parameter", "device"}
+_TENSOR_KEYS = {"$tensor", "dtype", "shape", "requires_grad", "parameter", "device", "ndarray"}
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
 _NPY_MAX_HEADER = 10000        # numpy's own limit for headers it parses without trusting the file
 _CHUNK = 1 << 20
@@ -97,6 +97,8 @@ class _Writer:
             return obj if math.isfinite(obj) else {"$float": repr(obj)}
         if isinstance(obj, Tensor):
             return self.tensor(obj, path)
+        if isinstance(obj, np.ndarray) and obj.dtype in _CANONICAL:
+            return self.ndarray(obj)
         if isinstance(obj, (tuple, list, set, frozenset, dict)) and depth >= MAX_DEPTH:
             # What save writes, load must read: load refuses files nested deeper than this.
             raise ValueError("cextend.save: the object nests containers more than %d deep (at %s); "
@@ -130,6 +132,17 @@ class _Writer:
                "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter), "device": device}
         self.memo[id(t)] = ref
         self.keep_alive.append(t)
+        return ref
+
+    def ndarray(self, array):
+        """A numpy array, stored as a tensor's data is (.npy, no pickle) and loaded as an array."""
+        if id(array) in self.memo:
+            return self.memo[id(array)]
+        self.arrays.append(("tensors/%d.npy" % len(self.arrays), np.array(array, order="C", copy=None)))
+        ref = {"$tensor": len(self.arrays) - 1, "dtype": _dtype.from_numpy(array.dtype).name,
+               "shape": list(array.shape), "ndarray": True}
+        self.memo[id(array)] = ref
+        self.keep_alive.append(array)
         return ref
 
 
@@ -554,10 +567,16 @@ class _Reader:
         device = ref.get("device", "cpu")
         if device not in ("cpu", "cuda"):
             raise _bad("tensor %d was saved on an unknown device %r" % (index, device))
-        for flag in ("requires_grad", "parameter"):
+        for flag in ("requires_grad", "parameter", "ndarray"):
             if not isinstance(ref.get(flag, False), bool):
                 raise _bad("tensor %d's %s is %r, not true or false" % (index, flag, ref[flag]))
+        if ref.get("ndarray", False) and (ref.get("requires_grad") or ref.get("parameter") or device != "cpu"):
+            raise _bad("tensor %d is a numpy array, which cannot require gradients, be a Parameter or live on "
+                       "a device" % index)
         array = self.read_array(name, ref)
+        if ref.get("ndarray", False):
+            self.tensors[index] = (ref, array)
+            return array
         if ref.get("requires_grad", False) and array.dtype.kind != "f":
             raise _bad("tensor %d is %s and cannot require gradients, but the manifest says it does"
                        % (index, array.dtype))

@@ -206,7 +206,7 @@ def test_weights_only_and_map_location_are_accepted():
 
 
 @pytest.mark.parametrize("obj,where", [(cx.nn.Linear(2, 2), "save module.state_dict()"),
-                                       ({"a": [np.zeros(2)]}, "at \\['a'\\]\\[0\\]"),
+                                       ({"a": [np.zeros(2, np.complex128)]}, "at \\['a'\\]\\[0\\]"),
                                        ([object()], "at \\[0\\]"), (b"bytes", "top level")])
 def test_unsupported_objects_are_refused_naming_where(obj, where):
     with pytest.raises(TypeError, match="cextend.save: cannot save an object of type .*" + where):
@@ -381,3 +381,24 @@ def test_scheduler_state_round_trips_and_resumes():
             o.step()
             s.step()
     assert sched2.get_last_lr() == sched.get_last_lr() == [0.1 * 0.5 ** 3]
+
+
+def test_a_numpy_array_is_saved_as_data_and_loads_as_an_array(tmp_path):
+    """issue 24 item 6: torch.save pickles a numpy array; cextend stores its values as a .npy member
+    (no pickle) and gives back a numpy array of the same dtype, shape and values, shared once."""
+    rng = np.random.default_rng(5)
+    strided = rng.standard_normal((4, 6))[:, ::2].T
+    saved = {"strided": strided, "ints": np.arange(7, dtype=np.int32), "flags": np.array([True, False]),
+             "empty": np.zeros((0, 3), np.float32), "scalar": np.array(2.5), "twice": [strided, strided]}
+    path = tmp_path / "arrays.cx"
+    cx.save(saved, path)
+    loaded = cx.load(path)
+    for key in ("strided", "ints", "flags", "empty", "scalar"):
+        assert type(loaded[key]) is np.ndarray
+        assert loaded[key].dtype == saved[key].dtype and loaded[key].shape == saved[key].shape
+        np.testing.assert_array_equal(loaded[key], saved[key])
+    assert loaded["twice"][0] is loaded["twice"][1]
+    with zipfile.ZipFile(path) as archive:
+        assert not [n for n in archive.namelist() if n.endswith((".pkl", ".pickle"))]
+    with pytest.raises(TypeError, match="cannot save an object of type ndarray"):
+        cx.save(np.array(["text"]), tmp_path / "strings.cx")
