@@ -15,7 +15,9 @@ from cextend._factories import (arange, as_tensor, empty, empty_like, eye, from_
                                 zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
 from cextend._random import initial_seed, manual_seed
-from cextend.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from cextend.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                                       no_grad, set_grad_enabled)
+from cextend.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from cextend.device import device
 from cextend.tensor import Size, Tensor
 from cextend._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
@@ -23,6 +25,7 @@ from cextend._memory_format import (channels_last, channels_last_3d, contiguous_
 
 from cextend import autograd, cuda, functions, nn, ops, optim, utils  # noqa: E402  (after Tensor exists)
 import cextend.utils.ffi  # noqa: E402,F401  (cextend.utils.ffi, as torch.utils.ffi was)
+import cextend.utils.checkpoint  # noqa: E402,F401  (torch.utils.checkpoint)
 from cextend import library  # noqa: E402  (custom_op / opcheck, as torch.library)
 
 __version__ = "0.1.0"

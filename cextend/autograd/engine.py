@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from cextend.autograd import grad_mode
+from cextend.autograd import anomaly_mode, grad_mode
 from cextend._device import filled_like
 from cextend._fpe import quietly
 from cextend.autograd.graph import AccumulateGrad, grad_lock, gradient_edge
@@ -167,7 +167,7 @@ def _run(node, grads, compute=True):
             if new is not None:
                 grads = list(new)
     if compute:
-        results = node.apply(grads)
+        results = anomaly_mode.run_checked(node, grads) if anomaly_mode._state[0] else node.apply(grads)
     else:
         node._unpack_saved()
         results = (None,) * len(node.next_functions)
@@ -232,7 +232,7 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # backward(inputs=[leaf]) accumulates through the leaf's own
                 # node, as torch's does: its pre-, post- and post-accumulate
                 # hooks run
-                if node._pre_hooks is None and node._post_hooks is None:
+                if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
                     results = node.apply(grads)
                 else:
                     results = _run(node, grads)
@@ -313,7 +313,7 @@ def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
                 grads = _tensor_hooks(node, grads)
-            if node._pre_hooks is None and node._post_hooks is None:
+            if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
                 results = node.apply(grads)
             else:
                 results = _run(node, grads)

@@ -27,6 +27,7 @@ import warnings
 from cextend._device import DeviceArray
 
 from cextend.autograd import grad_mode, views
+from cextend.autograd.anomaly_mode import _state as anomaly_state, forward_trace
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, gradient_edge
 from cextend.tensor import Tensor, _wrap
 
@@ -215,6 +216,8 @@ class Function(FunctionCtx):
 def _connect_inputs(ctx, args, Tensor):
     """ctx's edges to each argument's gradient path, and each Tensor
     argument's (shape, dtype) so the engine can check gradients against it."""
+    if anomaly_state[0]:
+        ctx._anomaly_trace = forward_trace()
     edges = []
     metas = []
     for a, need in zip(args, ctx.needs_input_grad):

@@ -6,6 +6,7 @@ gradients does not change another thread's graph building.
 import functools
 import inspect
 import sys
+import threading
 
 from cextend._grad_state import _set_enabled, _state, is_grad_enabled  # noqa: F401  (_state: hot paths)
 
@@ -55,6 +56,46 @@ class set_grad_enabled(_GradModeContext):
         mode = self._mode
         _set_enabled(self._previous)
         return _decorated(lambda: set_grad_enabled(mode), fn)
+
+
+class _InferenceState(threading.local):
+    enabled = False
+
+
+_inference = _InferenceState()
+
+
+def is_inference_mode_enabled():
+    return _inference.enabled
+
+
+class inference_mode(_GradModeContext):
+    """torch.inference_mode: no history is recorded inside (as no_grad).
+
+    torch also marks the tensors made inside as inference tensors, which
+    later refuse autograd; cextend's are ordinary tensors (the one
+    difference: docs/torch-parity.md).  inference_mode(False) changes nothing.
+    """
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._previous = is_grad_enabled()
+        self._previous_inference = _inference.enabled
+        if self.mode:
+            _set_enabled(False)
+            _inference.enabled = True
+        return self
+
+    def __exit__(self, *exc):
+        _set_enabled(self._previous)
+        _inference.enabled = self._previous_inference
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+        return _decorated(lambda: inference_mode(mode), fn)
 
 
 def _decorated(make_context, fn):

@@ -24,7 +24,7 @@ from cextend._overlap import check_not_self_overlapping, non_overlapping_and_den
 
 from cextend._grad_state import is_grad_enabled
 from cextend.utils.hooks import ListHookHandle
-from cextend.tensor import _wrap
+from cextend.tensor import Tensor, _wrap
 
 _sequence = itertools.count()
 
@@ -43,6 +43,7 @@ class Node:
     _post_hooks = None      # Node.register_hook: fn(grad_inputs, grad_outputs) -> None or new
     _fused = None           # a copy_ standing for x.op_(): the node of op(x) it copied
     _runs_first = False     # ahead of every other ready node (see engine.execute)
+    _anomaly_trace = None   # the forward call's stack, kept while anomaly detection is on
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -199,17 +200,105 @@ def grad_accumulator(tensor):
     return ref() if ref is not None else None
 
 
+# -- saved tensors hooks (torch.autograd.graph.saved_tensors_hooks) ----------------------------
+# Per thread, as torch's.  _hooks_in_use counts the threads that have any, so a save outside
+# them costs one list test.
+_hooks_local = threading.local()
+_hooks_in_use = [0]
+
+
+def _hook_stack():
+    stack = getattr(_hooks_local, "stack", None)
+    if stack is None:
+        stack = _hooks_local.stack = []
+        _hooks_local.disabled = []
+    return stack
+
+
+class saved_tensors_hooks:
+    """Within this context, every tensor a node saves for backward goes through
+    pack_hook(tensor) -> anything, and comes back at backward through
+    unpack_hook(that) -> a tensor with the same values (torch's semantics:
+    the unpacked tensor is not checked against in-place changes)."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        stack = _hook_stack()
+        if _hooks_local.disabled:
+            raise RuntimeError(_hooks_local.disabled[-1])
+        stack.append((self.pack_hook, self.unpack_hook))
+        with _hooks_lock:
+            _hooks_in_use[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _hook_stack().pop()
+        with _hooks_lock:
+            _hooks_in_use[0] -= 1
+        return False
+
+
+_hooks_lock = threading.Lock()
+
+
+class disable_saved_tensors_hooks:
+    """Within this context, entering saved_tensors_hooks raises RuntimeError(error_message)."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        _hook_stack()
+        _hooks_local.disabled.append(self.error_message)
+        return self
+
+    def __exit__(self, *exc):
+        _hooks_local.disabled.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept in host memory and moved back to their device at
+    backward (pin_memory is accepted; cextend has no pinned memory)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.cpu()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+def _current_hooks():
+    stack = getattr(_hooks_local, "stack", None)
+    return stack[-1] if stack else None
+
+
 class SavedTensor:
     """A tensor kept for backward, checked against in-place changes on unpack.
 
     Inputs are kept as the Tensor itself.  An output of the node saving it
     is kept as data + version counter and rebuilt on unpack with the node
-    as its grad_fn (torch's SavedVariable), which avoids the cycle.
+    as its grad_fn (torch's SavedVariable), which avoids the cycle.  Under
+    saved_tensors_hooks, only what pack_hook returned is kept (with the
+    edge a gradient of the unpacked tensor must take).
     """
 
-    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad")
+    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad", "packed",
+                 "unpack_hook", "edge")
 
     def __init__(self, tensor, is_output=False, check_detached=True):
+        self.unpack_hook = None
+        if _hooks_in_use[0]:
+            hooks = _current_hooks()
+            if hooks is not None:
+                self._pack(tensor, is_output, hooks)
+                return
         self.version_counter = tensor._version_counter
         self.version = tensor._version_counter[0]
         if is_output:
@@ -222,7 +311,39 @@ class SavedTensor:
             # for inputs: whether unpacking refuses a tensor detached in place since
             self.requires_grad = check_detached and tensor._grad_fn is not None
 
+    def _pack(self, tensor, is_output, hooks):
+        pack_hook, self.unpack_hook = hooks
+        self.tensor = self.data = None
+        self.version_counter = tensor._version_counter
+        self.version = None
+        self.output_nr = tensor._output_nr
+        self.requires_grad = tensor._requires_grad
+        # The gradient path of the unpacked tensor: the saving node itself for an output,
+        # else the input's own edge (its grad_fn, or its leaf's AccumulateGrad).
+        self.edge = None if is_output or not tensor._requires_grad else gradient_edge(tensor)
+        self.packed = pack_hook(tensor)          # outputs too, with their grad_fn, as torch passes them
+
+    def _unpack_hooked(self, node):
+        unpacked = self.unpack_hook(self.packed)
+        if not isinstance(unpacked, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type %s"
+                            % type(unpacked).__name__)
+        out = _wrap(unpacked._data)
+        out._version_counter = unpacked._version_counter
+        if self.edge is None and self.requires_grad:
+            out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, True
+        elif self.edge is not None:
+            edge_node, output_nr = self.edge
+            if isinstance(edge_node, AccumulateGrad):
+                out._accumulator = weakref.ref(edge_node)
+            else:
+                out._grad_fn, out._output_nr = edge_node, output_nr
+            out._requires_grad = True
+        return out
+
     def unpack(self, node):
+        if self.unpack_hook is not None:
+            return self._unpack_hooked(node)
         tensor = self.tensor
         if tensor is not None and tensor._view_fn is not None:
             # torch's unpack asks the input for its grad_fn first: a view whose
@@ -246,6 +367,8 @@ class SavedTensor:
         return out
 
     def describe(self, node):
+        if self.unpack_hook is not None:
+            return "[a tensor packed by saved_tensors_hooks]"
         data = self.data if self.tensor is None else self.tensor._data
         if self.tensor is None:
             producer = ", which is output %d of %s" % (self.output_nr, node.name())

@@ -12,6 +12,7 @@ import numpy as np
 from cextend._overlap import check_no_partial, check_not_self_overlapping
 from cextend._promotion import _torch_name, check_inplace_cast
 from cextend.autograd import views
+from cextend.autograd.anomaly_mode import _state as anomaly_state, forward_trace
 from cextend.autograd.engine import grad as autograd_grad
 from cextend.autograd.grad_mode import _state as _grad_state, enable_grad
 from cextend.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, gradient_edge
@@ -244,6 +245,8 @@ def _edge_and_meta(x):
 
 def connect(node, inputs):
     """Give node one edge (and input meta) per forward input."""
+    if anomaly_state[0]:
+        node._anomaly_trace = forward_trace()
     if len(inputs) == 2:
         edge_a, meta_a = _edge_and_meta(inputs[0])
         edge_b, meta_b = _edge_and_meta(inputs[1])
