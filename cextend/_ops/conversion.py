@@ -1,7 +1,7 @@
 """Copies and conversions: clone, contiguous, to(dtype / device)."""
 import numpy as np
 
-from cextend._memory_format import contiguous_format, empty_as
+from cextend._memory_format import contiguous_format, empty_as, is_contiguous_in, preserve_format
 
 from cextend._fpe import quietly
 from cextend import _dtype
@@ -119,7 +119,7 @@ def to(self, *args, **kwargs):
     target = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     copy = kwargs.pop("copy", False)
     if kwargs:
         raise TypeError("to() got unexpected keyword(s) %s" % ", ".join(sorted(kwargs)))
@@ -139,9 +139,27 @@ def to(self, *args, **kwargs):
         if device.type != self.device.type:
             device.require_available("to")
             moved = to_device(self, device.type)
+    if memory_format not in (None, preserve_format) and type(moved._data) is np.ndarray:
+        return _to_format(self, moved, target, memory_format, copy)
     if target is None:
         return moved.clone() if copy and moved is self else moved
     return to_dtype(moved, _dtype.as_dtype(target).numpy, copy=copy and moved is self)
+
+
+def _to_format(self, moved, target, memory_format, copy):
+    """to(..., memory_format=fmt): one copy in the target dtype laid out in fmt (torch's _to_copy),
+    or self when it already is all that and no copy is asked."""
+    numpy_dtype = moved._data.dtype if target is None else _dtype.as_dtype(target).numpy
+    laid_out = empty_as(moved._data, numpy_dtype, memory_format)     # refuses a rank the format has no place for
+    if moved is self and not copy and numpy_dtype == self._data.dtype and \
+            is_contiguous_in(self._data, memory_format):
+        return self
+    quietly(lambda: np.copyto(laid_out, moved._data, casting="unsafe"))     # inf/NaN to int: C's cast
+    out = _wrap(laid_out)
+    if numpy_dtype.kind == "f" and moved._data.dtype.kind == "f" and rec.needs_grad(moved):
+        node = rec.record(_ToCopyNode, (moved,), out)
+        node.in_dtype = moved._data.dtype
+    return out
 
 
 method("to", to)

@@ -9,6 +9,7 @@ that of the kernel's formulas written in Tensor ops.
 """
 import numpy as np
 
+from cextend._memory_format import channels_last, channels_last_3d, empty_as, suggests_channels_last
 from cextend.autograd import record as rec
 from cextend._ops._kernels import Kernels
 from cextend.ops import _checks
@@ -44,7 +45,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     if not _torch_folds(x, w, b, rm, rv):
         y = _unfolded(x, w, b, save_mean if training else rm,
                       save_invstd if training else None if rv is None else 1 / np.sqrt(rv + eps))
-    result = _wrap(y)
+    result = _wrap(_in_format_of(y, x))
     if rec.needs_grad(input, weight, bias):
         node = rec.record(NativeBatchNormBackward0, (input, weight, bias), result)
         node.state = BatchNormState(bool(training), eps, save_mean, save_invstd)
@@ -55,6 +56,16 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
                        None if running_mean is None else rec.save(running_mean),
                        None if running_var is None else rec.save(running_var))
     return result
+
+
+def _in_format_of(y, x):
+    """y laid out as torch's CPU kernels allocate batch norm's output and input gradient: in
+    x.suggest_memory_format() (channels last for a channels-last 4-D or 5-D input)."""
+    if type(y) is not np.ndarray or not suggests_channels_last(x):
+        return y
+    laid_out = empty_as(y, y.dtype, channels_last if x.ndim == 4 else channels_last_3d)
+    laid_out[...] = y
+    return laid_out
 
 
 class BatchNormState:
@@ -82,6 +93,8 @@ def native_batch_norm_backward(grad, input, weight, running_mean, running_var, s
     dx, dw, db = kernels.batch_norm_backward(
         grad._data, input._data, None if weight is None else weight._data, state.save_mean, state.save_invstd,
         training=state.training, input=need_x, weight=need_w and weight is not None, bias=need_b)
+    if dx is not None and type(input._data) is np.ndarray:
+        dx = _in_format_of(dx, input._data)
     grads = tuple(None if g is None else _wrap(g) for g in (dx, dw, db))
     if rec.needs_grad(grad, input, weight):
         node = rec.record(NativeBatchNormBackwardBackward0, (grad, input, weight, running_mean, running_var), grads)

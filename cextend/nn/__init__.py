@@ -24,12 +24,12 @@ __all__ += ["Softmax", "LogSoftmax", "Softmin", "GELU", "LeakyReLU", "ELU", "CEL
             "KLDivLoss"]
 
 # CNN layers (cextend/nn/{conv,pooling,batchnorm}.py).
-from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402
+from cextend.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: E402
 from cextend.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: E402
 from cextend.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: E402
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
-            "BatchNorm1d", "BatchNorm2d"]
+            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 from cextend.nn import init, utils  # noqa: E402
 
 __all__ += ["init", "utils"]

@@ -105,3 +105,11 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError("expected 4D input (got %dD input)" % input.dim())
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over (N, C, D, H, W) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError("expected 5D input (got %dD input)" % input.dim())
