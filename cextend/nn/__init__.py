@@ -45,3 +45,11 @@ from cextend.nn.pooling import (AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMa
 
 __all__ += ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "ConvTranspose1d", "AlphaDropout", "FeatureAlphaDropout"]
+
+# Attention and transformer layers (cextend/nn/attention.py, cextend/nn/transformer.py).
+from cextend.nn.attention import MultiheadAttention  # noqa: E402
+from cextend.nn.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                                    TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
+            "TransformerEncoderLayer", "TransformerDecoderLayer"]

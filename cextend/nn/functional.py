@@ -68,3 +68,9 @@ from cextend.nn._functional_2d import (conv2d, conv1d, conv_transpose2d, max_poo
 from cextend.nn.functional_1d import (adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d,  # noqa: E402,F401
                                       alpha_dropout, avg_pool1d, conv_transpose1d, feature_alpha_dropout,
                                       max_pool1d)
+
+# Attention (cextend/nn/_functional_attention.py): scaled_dot_product_attention, multi_head_attention_forward
+# and the mask helpers torch's transformer layers call.
+from cextend.nn._functional_attention import (_canonical_mask, _in_projection, _in_projection_packed,  # noqa: E402,F401
+                                              _mha_shape_check, _none_or_dtype, multi_head_attention_forward,
+                                              scaled_dot_product_attention)
