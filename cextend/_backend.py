@@ -637,3 +637,145 @@ def batch_norm_backward(dy, x, w, save_mean, save_invstd, training, dx, dw, db):
     check(_NN_KERNELS["batch_norm_backward", dy.dtype](
         n, c, s, _ptr(dy), dys, _ptr(x), xs, _ptr(w), _ptr(save_mean), _ptr(save_invstd), int(training),
         _ptr(dx), _ptr(dw), _ptr(db)))
+
+
+# -- recurrent cells: a time step's pointwise math, fused (src/rnn.c) ---------
+# The callers (cextend/_ops/recurrent.py) have checked dtypes and shapes;
+# here operands become pointers: the gates keep a row stride (a time step
+# of a batch-first projection is a row-sliced view), everything else is
+# made C-contiguous, and outputs are fresh C-contiguous arrays.
+
+_RNN_KERNELS = {dtype: tuple(getattr(lib, "cextend_%s_%s" % (op, suffix)) for op in
+                             ("lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"))
+                for dtype, suffix in _SUFFIX.items()}
+
+
+def _gates(arr):
+    """(array, ld): a 2-D gate operand read in place when its columns are
+    contiguous and its rows evenly spaced, else a contiguous copy."""
+    arr, ld, trans = matrix(arr)
+    if trans:
+        arr = np.array(arr, order="C", copy=True)
+        ld = max(1, arr.shape[1])
+    return arr, ld
+
+
+def _dense(arr):
+    return None if arr is None else vector(arr)
+
+
+_RNN_QUICK = {_F32: ffi.typeof("float *"), _F64: ffi.typeof("double *")}
+
+
+def _quick_pointers(dtype, arrays):
+    """Pointers to C-contiguous arrays of exactly `dtype` (None entries: NULL), or
+    None for anything else (which the checked path then copies or refuses)."""
+    ctype = _RNN_QUICK.get(dtype)
+    if ctype is None:
+        return None
+    pointers = []
+    try:
+        for a in arrays:
+            if a is None:
+                pointers.append(_NULL)
+            elif type(a) is _NDARRAY and a.dtype is dtype and a.size:
+                pointers.append(_FROM_BUFFER(ctype, a))
+            else:
+                return None
+    except ValueError:              # not C-contiguous
+        return None
+    return pointers
+
+
+def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None, workspace=True):
+    """(hy, cy, workspace) of one LSTM step; workspace None when not asked for."""
+    dtype = cx.dtype
+    quick = _quick_pointers(dtype, (input_gates, hidden_gates, cx, input_bias, hidden_bias))
+    if quick is not None:           # C-contiguous operands: no layout to work out
+        batch, hidden = cx.shape
+        hy, cy = _EMPTY((batch, hidden), dtype), _EMPTY((batch, hidden), dtype)
+        ws = _EMPTY((batch, 4 * hidden), dtype) if workspace else None
+        ctype = _RNN_QUICK[dtype]
+        check(_RNN_KERNELS[dtype][0](batch, hidden, quick[0], 4 * hidden, quick[1], 4 * hidden, quick[3], quick[4],
+                                     quick[2], _FROM_BUFFER(ctype, hy), _FROM_BUFFER(ctype, cy),
+                                     _NULL if ws is None else _FROM_BUFFER(ctype, ws)))
+        return hy, cy, ws
+    ig, ld_i = _gates(input_gates)
+    hg, ld_h = _gates(hidden_gates)
+    cx, ib, hb = vector(cx), _dense(input_bias), _dense(hidden_bias)
+    batch, hidden = cx.shape
+    dtype = cx.dtype
+    hy, cy = _EMPTY((batch, hidden), dtype), _EMPTY((batch, hidden), dtype)
+    ws = _EMPTY((batch, 4 * hidden), dtype) if workspace else None
+    check(_RNN_KERNELS[dtype][0](batch, hidden, _ptr(ig), ld_i, _ptr(hg), ld_h, _ptr(ib), _ptr(hb), _ptr(cx),
+                                 _ptr(hy), _ptr(cy), _ptr(ws)))
+    return hy, cy, ws
+
+
+def lstm_cell_backward(grad_hy, grad_cy, cx, cy, workspace, gates=True, cell=True):
+    """(grad_gates, grad_cx) of one LSTM step, each None when not asked for;
+    grad_hy and grad_cy may be None (zeros)."""
+    dtype = cx.dtype
+    quick = _quick_pointers(dtype, (grad_hy, grad_cy, cx, cy, workspace))
+    if quick is not None:
+        batch, hidden = cx.shape
+        ctype = _RNN_QUICK[dtype]
+        grad_gates = _EMPTY((batch, 4 * hidden), dtype) if gates else None
+        grad_cx = _EMPTY((batch, hidden), dtype) if cell else None
+        check(_RNN_KERNELS[dtype][1](batch, hidden, *quick, _NULL if grad_gates is None else _FROM_BUFFER(ctype, grad_gates),
+                                     _NULL if grad_cx is None else _FROM_BUFFER(ctype, grad_cx)))
+        return grad_gates, grad_cx
+    grad_hy, grad_cy, cx, cy, workspace = (_dense(a) for a in (grad_hy, grad_cy, cx, cy, workspace))
+    batch, hidden = cx.shape
+    grad_gates = _EMPTY((batch, 4 * hidden), dtype) if gates else None
+    grad_cx = _EMPTY((batch, hidden), dtype) if cell else None
+    check(_RNN_KERNELS[dtype][1](batch, hidden, _ptr(grad_hy), _ptr(grad_cy), _ptr(cx), _ptr(cy), _ptr(workspace),
+                                 _ptr(grad_gates), _ptr(grad_cx)))
+    return grad_gates, grad_cx
+
+
+def gru_cell_forward(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None, workspace=True):
+    """(hy, workspace) of one GRU step; workspace None when not asked for."""
+    dtype = hx.dtype
+    quick = _quick_pointers(dtype, (input_gates, hidden_gates, hx, input_bias, hidden_bias))
+    if quick is not None:
+        batch, hidden = hx.shape
+        hy = _EMPTY((batch, hidden), dtype)
+        ws = _EMPTY((batch, 5 * hidden), dtype) if workspace else None
+        ctype = _RNN_QUICK[dtype]
+        check(_RNN_KERNELS[dtype][2](batch, hidden, quick[0], 3 * hidden, quick[1], 3 * hidden, quick[3], quick[4],
+                                     quick[2], _FROM_BUFFER(ctype, hy), _NULL if ws is None else _FROM_BUFFER(ctype, ws)))
+        return hy, ws
+    ig, ld_i = _gates(input_gates)
+    hg, ld_h = _gates(hidden_gates)
+    hx, ib, hb = vector(hx), _dense(input_bias), _dense(hidden_bias)
+    batch, hidden = hx.shape
+    dtype = hx.dtype
+    hy = _EMPTY((batch, hidden), dtype)
+    ws = _EMPTY((batch, 5 * hidden), dtype) if workspace else None
+    check(_RNN_KERNELS[dtype][2](batch, hidden, _ptr(ig), ld_i, _ptr(hg), ld_h, _ptr(ib), _ptr(hb), _ptr(hx),
+                                 _ptr(hy), _ptr(ws)))
+    return hy, ws
+
+
+def gru_cell_backward(grad_hy, workspace, input_gates=True, hidden_gates=True, hx=True):
+    """(grad_input_gates, grad_hidden_gates, grad_hx) of one GRU step's
+    pointwise math, each None when not asked for."""
+    dtype = grad_hy.dtype
+    quick = _quick_pointers(dtype, (grad_hy, workspace))
+    if quick is not None:
+        batch, hidden = grad_hy.shape
+        ctype = _RNN_QUICK[dtype]
+        outs = [_EMPTY((batch, 3 * hidden), dtype) if input_gates else None,
+                _EMPTY((batch, 3 * hidden), dtype) if hidden_gates else None,
+                _EMPTY((batch, hidden), dtype) if hx else None]
+        check(_RNN_KERNELS[dtype][3](batch, hidden, *quick, *[_NULL if o is None else _FROM_BUFFER(ctype, o)
+                                                              for o in outs]))
+        return tuple(outs)
+    grad_hy, workspace = vector(grad_hy), vector(workspace)
+    batch, hidden = grad_hy.shape
+    gi = _EMPTY((batch, 3 * hidden), dtype) if input_gates else None
+    gh = _EMPTY((batch, 3 * hidden), dtype) if hidden_gates else None
+    ghx = _EMPTY((batch, hidden), dtype) if hx else None
+    check(_RNN_KERNELS[dtype][3](batch, hidden, _ptr(grad_hy), _ptr(workspace), _ptr(gi), _ptr(gh), _ptr(ghx)))
+    return gi, gh, ghx

@@ -435,6 +435,71 @@ int cextend_batch_norm_backward_f64(int64_t n, int64_t c, int64_t s, const doubl
                                     const double *save_mean, const double *save_invstd, int training,
                                     double *dx, double *dweight, double *dbias);
 
+/* ---- recurrent cells: the pointwise part of a time step, fused ------------
+ * torch's _thnn_fused_lstm_cell and _thnn_fused_gru_cell and their
+ * backward: everything a step computes after its two GEMMs (the linear
+ * kernels' x W_ih^T + b_ih and h W_hh^T + b_hh), in one pass.
+ * Shapes (H = hidden): the gates are batch x G*H (G = 4 for LSTM in the
+ * order i, f, g, o; G = 3 for GRU in the order r, z, n), read through a
+ * row stride (ld_input, ld_hidden >= max(1, G*H)), so a row-sliced view
+ * (one time step of a batch-first projection) runs in place; the biases
+ * are G*H vectors; every other operand is C-contiguous: batch x H, the
+ * LSTM workspace batch x 4H, the GRU workspace batch x 5H.  Outputs do not
+ * overlap inputs or each other.  The arithmetic is torch's CPU cells',
+ * operation by operation (no fused multiply-adds), so results agree with
+ * torch's to a rounding and are the same bits for any thread count.
+ *
+ * lstm_cell_forward: gates = input_gates + hidden_gates (+ input_bias)
+ *   (+ hidden_bias); i, f, o = sigmoid, g = tanh of their gates;
+ *   cy = f * cx + i * g; hy = o * tanh(cy); workspace = [i, f, g, o].
+ *   NULL: each bias (none), workspace (not written).
+ *   Args: 1 batch, 2 hidden, 3 input_gates, 4 ld_input, 5 hidden_gates,
+ *   6 ld_hidden, 7 input_bias, 8 hidden_bias, 9 cx, 10 hy, 11 cy, 12 workspace.
+ * lstm_cell_backward: from the forward's cx, cy and workspace,
+ *   grad_gates (batch x 4H, the gradient of both gate inputs; a bias's is
+ *   its column sums) and grad_cx.  NULL: grad_hy or grad_cy (an absent
+ *   path, as autograd's: no 0 * NaN), cy (recomputed from the workspace
+ *   and cx, the same bits), grad_gates or grad_cx (not computed).
+ *   Args: 1 batch, 2 hidden, 3 grad_hy, 4 grad_cy, 5 cx, 6 cy, 7 workspace,
+ *   8 grad_gates, 9 grad_cx.
+ * gru_cell_forward: r = sigmoid(hg_r + ig_r), z = sigmoid(hg_z + ig_z),
+ *   n = tanh(ig_n + r * hg_n), hy = (hx - n) * z + n, each gate with its
+ *   bias added first; workspace = [r, z, n, hx, hg_n].
+ *   NULL: each bias (none), workspace (not written).
+ *   Args: 1 batch, 2 hidden, 3 input_gates, 4 ld_input, 5 hidden_gates,
+ *   6 ld_hidden, 7 input_bias, 8 hidden_bias, 9 hx, 10 hy, 11 workspace.
+ * gru_cell_backward: from the workspace, the gradients of the input gates,
+ *   the hidden gates (batch x 3H each) and of hx through the pointwise
+ *   math alone (the GEMM's share is the linear backward's).  NULL: each
+ *   output (not computed).
+ *   Args: 1 batch, 2 hidden, 3 grad_hy, 4 workspace, 5 grad_input_gates,
+ *   6 grad_hidden_gates, 7 grad_hx.
+ */
+int cextend_lstm_cell_forward_f32(int64_t batch, int64_t hidden, const float *input_gates, int64_t ld_input,
+                                  const float *hidden_gates, int64_t ld_hidden, const float *input_bias,
+                                  const float *hidden_bias, const float *cx, float *hy, float *cy,
+                                  float *workspace);
+int cextend_lstm_cell_forward_f64(int64_t batch, int64_t hidden, const double *input_gates, int64_t ld_input,
+                                  const double *hidden_gates, int64_t ld_hidden, const double *input_bias,
+                                  const double *hidden_bias, const double *cx, double *hy, double *cy,
+                                  double *workspace);
+int cextend_lstm_cell_backward_f32(int64_t batch, int64_t hidden, const float *grad_hy, const float *grad_cy,
+                                   const float *cx, const float *cy, const float *workspace, float *grad_gates,
+                                   float *grad_cx);
+int cextend_lstm_cell_backward_f64(int64_t batch, int64_t hidden, const double *grad_hy, const double *grad_cy,
+                                   const double *cx, const double *cy, const double *workspace,
+                                   double *grad_gates, double *grad_cx);
+int cextend_gru_cell_forward_f32(int64_t batch, int64_t hidden, const float *input_gates, int64_t ld_input,
+                                 const float *hidden_gates, int64_t ld_hidden, const float *input_bias,
+                                 const float *hidden_bias, const float *hx, float *hy, float *workspace);
+int cextend_gru_cell_forward_f64(int64_t batch, int64_t hidden, const double *input_gates, int64_t ld_input,
+                                 const double *hidden_gates, int64_t ld_hidden, const double *input_bias,
+                                 const double *hidden_bias, const double *hx, double *hy, double *workspace);
+int cextend_gru_cell_backward_f32(int64_t batch, int64_t hidden, const float *grad_hy, const float *workspace,
+                                  float *grad_input_gates, float *grad_hidden_gates, float *grad_hx);
+int cextend_gru_cell_backward_f64(int64_t batch, int64_t hidden, const double *grad_hy, const double *workspace,
+                                  double *grad_input_gates, double *grad_hidden_gates, double *grad_hx);
+
 /* ---- CUDA (optional) -------------------------------------------------------
  * Built by nvcc into a separate library (`make cuda`, CEXTEND_CUDA=1) that
  * cextend.cuda loads; the CPU module's cdef stops at the marker below.

@@ -5,6 +5,7 @@ from cextend._ops import (arithmetic, closeness, conversion, einsum, gather_scat
                           joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
                           statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
+from cextend._ops import recurrent  # noqa: F401  (the recurrent cells, on src/rnn.c)
 from cextend._ops.registry import OPS
 from cextend.tensor import Tensor
 

@@ -53,3 +53,8 @@ from cextend.nn.transformer import (Transformer, TransformerDecoder, Transformer
 
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
             "TransformerEncoderLayer", "TransformerDecoderLayer"]
+
+# Recurrent layers (cextend/nn/rnn.py; their cells' pointwise math is src/rnn.c).
+from cextend.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
