@@ -223,3 +223,87 @@ def test_a_kernel_that_crashes_does_not_take_the_caller_down(tmp_path):
     # The tests after the crash are reported as not run because of it, naming where it happened.
     assert "the checking process was killed by SIGSEGV during test_sanitize's recorded run" in \
         results["test_schema"], results["test_schema"]
+
+
+OPENMP_AFTER_A_POOL = r'''
+import os, sys
+import cextend
+from cextend import Tensor
+from cextend.library import custom_op, opcheck
+from cextend.utils.ffi import load_inline
+
+lib = load_inline("omp_scale", "void scale(const double *x, double *y, int64_t n);", """
+#include <stdint.h>
+void scale(const double *x, double *y, int64_t n) {
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];
+}
+""", extra_compile_args=["-fopenmp"])
+
+
+@custom_op("planted::omp_scale", mutates_args=())
+def scale(x: Tensor) -> Tensor:
+    y = cextend.empty_like(x)
+    lib.scale(x.contiguous(), y, x.numel())
+    return y
+
+
+scale.register_fake(lambda x: cextend.empty_like(x))
+scale.register_autograd(lambda ctx, g: 3 * g)
+scale(cextend.randn(4000, dtype=cextend.float64))   # libgomp's pool now has threads, which a fork leaves behind
+results = opcheck(scale, (cextend.randn(4000, dtype=cextend.float64, requires_grad=True),), raise_exception=False)
+print({k: str(v) for k, v in results.items()})
+'''
+
+
+def test_an_openmp_kernel_is_checked_after_the_caller_used_its_threads(tmp_path):
+    """A forked child that enters a multi-threaded OpenMP region waits forever for the parent's pool
+    threads; the child runs single-threaded and test_determinism (which needs threads) runs here."""
+    script = tmp_path / "omp.py"
+    script.write_text(OPENMP_AFTER_A_POOL)
+    env = dict(os.environ, CEXTEND_EXTENSIONS_DIR=str(tmp_path / "extensions"), CEXTEND_OPCHECK_TIME_LIMIT="120")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = eval(result.stdout.strip().splitlines()[-1])
+    assert set(results.values()) == {"SUCCESS"}, results
+
+
+ENDLESS = r'''
+import cextend
+from cextend import Tensor
+from cextend.library import custom_op, opcheck
+from cextend.utils.ffi import load_inline
+
+lib = load_inline("endless", "void spin(const double *x, double *y, int64_t n);", """
+#include <stdint.h>
+void spin(const double *x, double *y, int64_t n) {
+    volatile int64_t i = 0;
+    while (i >= 0) i = (i + 1) % (n + 1);      /* never ends */
+    y[0] = x[0];
+}
+""")
+
+
+@custom_op("planted::spin", mutates_args=())
+def spin(x: Tensor) -> Tensor:
+    y = cextend.empty_like(x)
+    lib.spin(x.contiguous(), y, x.numel())
+    return y
+
+
+spin.register_fake(lambda x: cextend.empty_like(x))
+results = opcheck(spin, (cextend.randn(3, dtype=cextend.float64),), raise_exception=False)
+print({k: str(v) for k, v in results.items()})
+'''
+
+
+def test_a_kernel_that_never_returns_is_stopped_at_the_time_limit(tmp_path):
+    script = tmp_path / "endless.py"
+    script.write_text(ENDLESS)
+    env = dict(os.environ, CEXTEND_EXTENSIONS_DIR=str(tmp_path / "extensions"), CEXTEND_OPCHECK_TIME_LIMIT="3")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = eval(result.stdout.strip().splitlines()[-1])
+    assert "ran past its time limit of 3 s" in results["test_sanitize"], results
+    assert "ran past its time limit of 3 s (CEXTEND_OPCHECK_TIME_LIMIT) and was killed during test_sanitize" \
+        in results["test_schema"], results

@@ -9,13 +9,26 @@ so its kernels run even when the parent's OpenMP pool was in use.
 
 The child writes where it is (which test, which C call) into a progress
 file as it goes, so a crash is reported with the last thing it started.
+
+OpenMP does not survive fork(): libgomp's thread pool stays behind in the
+parent, and a child that enters a parallel region with more than one
+thread waits for it forever.  The child therefore asks libgomp (the user's
+kernels' OpenMP as well as cextend's) for one thread; checks that need
+several threads run in the caller (opcheck's test_determinism).  A child
+that runs past the time limit (a kernel in an endless loop) is killed and
+reported as such.
 """
+import ctypes
 import os
 import pickle
+import select
 import signal
 import sys
 import tempfile
+import time
 import warnings
+
+TIME_LIMIT = float(os.environ.get("CEXTEND_OPCHECK_TIME_LIMIT", "900"))      # seconds for one child
 
 
 class ChildCrashed(RuntimeError):
@@ -41,13 +54,15 @@ def note_progress(text):
             pass
 
 
-def run_in_child(function):
+def run_in_child(function, time_limit=None):
     """function() run in a forked child; its return value, or the exception it raised.
 
-    Raises ChildCrashed, naming the signal and the last progress note, if
-    the child dies without answering.  The return value must pickle;
-    exceptions that do not are brought back as RuntimeError with their text.
+    Raises ChildCrashed, naming the signal (or the time limit) and the last
+    progress note, if the child dies without answering.  The return value
+    must pickle; exceptions that do not are brought back as RuntimeError
+    with their text.
     """
+    time_limit = TIME_LIMIT if time_limit is None else time_limit
     with tempfile.TemporaryFile() as progress:
         read_end, write_end = os.pipe()
         sys.stdout.flush()
@@ -62,9 +77,16 @@ def run_in_child(function):
             _progress_fd.append(progress.fileno())
             _child(function, write_end)
         os.close(write_end)
-        chunks = []
-        with os.fdopen(read_end, "rb") as pipe:
+        chunks, deadline, timed_out = [], time.monotonic() + time_limit, False
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([pipe], [], [], min(left, 1.0))[0]:
+                    if left <= 0:
+                        timed_out = True
+                        os.kill(pid, signal.SIGKILL)
+                        break
+                    continue
                 chunk = pipe.read(1 << 16)
                 if not chunk:
                     break
@@ -78,8 +100,9 @@ def run_in_child(function):
             return value
         progress.seek(0)
         last = progress.read().decode("utf-8", "replace").strip()
-    raise ChildCrashed("the checking process %s%s" % (
-        _describe_status(status), " during %s" % last if last else ""))
+    how = ("ran past its time limit of %g s (CEXTEND_OPCHECK_TIME_LIMIT) and was killed" % time_limit
+           if timed_out else _describe_status(status))
+    raise ChildCrashed("the checking process %s%s" % (how, " during %s" % last if last else ""))
 
 
 def _describe_status(status):
@@ -93,9 +116,23 @@ def _describe_status(status):
     return "exited with status %d without a result" % os.WEXITSTATUS(status)
 
 
+def _one_openmp_thread():
+    """Keep every OpenMP region of this (forked) process to one thread: see the module docstring."""
+    try:
+        libgomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return                  # nothing in this process uses OpenMP
+    libgomp.omp_set_num_threads(ctypes.c_int(1))
+
+
 def _child(function, write_end):                   # pragma: no cover (runs in the child)
     status = 0
     try:
+        # Another thread of the parent may have held sys.stdout's or sys.stderr's lock at the fork
+        # (pytest-xdist's, say); the child's output goes through streams of its own.
+        sys.stdout = open(1, "w", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", closefd=False, buffering=1)
+        _one_openmp_thread()
         try:
             result = ("ok", function())
         except BaseException as error:              # noqa: BLE001 (every failure goes to the parent)

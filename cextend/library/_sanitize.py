@@ -19,6 +19,7 @@ import tempfile
 import numpy as np
 
 from cextend.library import _samples
+from cextend.library._isolate import TIME_LIMIT
 from cextend.library._numeric_checks import has_floating_tensors, sample_as
 from cextend.utils import _jit_cache, jit
 from cextend.utils._jit_record import OutOfBoundsError, guarding, recording
@@ -132,8 +133,14 @@ def replay(op, extensions, calls, mode, explicit):
             job_path = os.path.join(folder, "job.pickle")
             with open(job_path, "wb") as f:
                 pickle.dump(job, f)
-            result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "_replay.py"),
-                                     job_path], capture_output=True, text=True, env=env, timeout=600)
+            try:
+                result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "_replay.py"),
+                                         job_path], capture_output=True, text=True, env=env, timeout=TIME_LIMIT)
+            except subprocess.TimeoutExpired as expired:
+                raise SanitizerError("the %s replay of %s's C calls ran past its time limit of %g s "
+                                     "(CEXTEND_OPCHECK_TIME_LIMIT); its last output: %s" % (
+                                         replay_mode, op._qualname, TIME_LIMIT,
+                                         " | ".join(_text(expired.stderr).splitlines()[-2:]))) from None
         output = result.stdout + result.stderr
         outputs.append("== replay %s: status %d\n%s" % (replay_mode, result.returncode, output))
         with open(log_path, "w") as log:
@@ -145,6 +152,10 @@ def replay(op, extensions, calls, mode, explicit):
 
 
 _runtimes_found = {}
+
+
+def _text(output):
+    return output.decode("utf-8", "replace") if isinstance(output, bytes) else (output or "")
 
 
 def _has_sanitizer_runtimes():
