@@ -58,3 +58,6 @@ __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "Transfor
 from cextend.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+# torch.nn.modules.module's path, where code reaches the global module hooks (cextend/nn/modules/module.py).
+from cextend.nn.modules import module as _modules_module  # noqa: E402,F401

@@ -1,15 +1,16 @@
-"""Containers that register what they hold: ModuleList, ModuleDict,
-ParameterList, ParameterDict (torch.nn's, with the same indexing, slicing,
-append/extend/insert/pop, update ordering and repr)."""
+"""Containers that register what they hold: Sequential, ModuleList,
+ModuleDict, ParameterList, ParameterDict (torch.nn's, with the same
+indexing, slicing, append/extend/insert/pop, +, *, update ordering and
+repr)."""
 import operator
 from collections import OrderedDict, abc
-from itertools import chain
+from itertools import chain, islice
 
 from cextend.nn.module import Module, _addindent, _legacy_type_name
 from cextend.nn.parameter import Parameter
 from cextend.tensor import Tensor
 
-__all__ = ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, length):
@@ -27,6 +28,139 @@ def _tensor_line(key, p, type_name):
     device_str = " ({})".format(p.device) if p.device.type == "cuda" else ""
     return "  ({}): {} containing: [{} of size {}{}]".format(
         key, "Parameter" if isinstance(p, Parameter) else "Tensor", type_name(p), size_str, device_str)
+
+
+def _check_factor(seq, other):
+    """Sequential * other: torch's errors for a factor that is not a positive int."""
+    if not isinstance(other, int):
+        raise TypeError("unsupported operand type(s) for *: {} and {}".format(type(seq), type(other)))
+    if other <= 0:
+        raise ValueError("Non-positive multiplication factor {} for {}".format(other, type(seq)))
+
+
+class Sequential(Module):
+    """Modules applied in order: Sequential(a, b) or Sequential(OrderedDict(name=module, ...)).
+    Indexed, sliced, assigned and deleted like a list (keys renumbered 0..n-1 after a deletion);
+    + concatenates two, * repeats one (the same module objects, as torch's)."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def _get_item_by_idx(self, iterator, idx):
+        """The idx-th item of iterator (negative from the end; IndexError outside)."""
+        size = len(self)
+        idx = operator.index(idx)
+        if not -size <= idx < size:
+            raise IndexError("index {} is out of range".format(idx))
+        idx %= size
+        return next(islice(iterator, idx, None))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+        return self._get_item_by_idx(self._modules.values(), idx)
+
+    def __setitem__(self, idx, module):
+        key = self._get_item_by_idx(self._modules.keys(), idx)
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, self._get_item_by_idx(self._modules.keys(), idx))
+        # renumbered, as torch's (named keys from an OrderedDict become numbers too)
+        self._modules = OrderedDict(zip((str(i) for i in range(len(self._modules))), self._modules.values()))
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but {} is given."
+                             .format(str(type(other))))
+        ret = Sequential()
+        for layer in chain(self, other):
+            ret.append(layer)
+        return ret
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but {} is given."
+                             .format(str(type(other))))
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(i + offset), module)
+        return self
+
+    def __mul__(self, other):
+        _check_factor(self, other)
+        combined = Sequential()
+        offset = 0
+        for _ in range(other):
+            for module in self:
+                combined.add_module(str(offset), module)
+                offset += 1
+        return combined
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        _check_factor(self, other)
+        len_original = len(self)
+        offset = len(self)
+        for _ in range(other - 1):
+            for i in range(len_original):
+                self.add_module(str(i + offset), self._modules[str(i)])
+            offset += len_original
+        return self
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def __dir__(self):
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, input):
+        for module in self:
+            input = module(input)
+        return input
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index, module):
+        """Insert module before position index (negative from the end)."""
+        if not isinstance(module, Module):
+            raise AssertionError("module should be of type: {}".format(Module))
+        n = len(self._modules)
+        if not (-n <= index <= n):
+            raise IndexError("Index out of range: {}".format(index))
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential):
+        for layer in sequential:
+            self.append(layer)
+        return self
 
 
 class ModuleList(Module):

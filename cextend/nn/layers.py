@@ -1,6 +1,5 @@
-"""Layers: Linear (on the C kernels), Identity, Sequential."""
+"""Layers: Linear (on the C kernels), Identity; Sequential lives in container.py (as torch's)."""
 import math
-from collections import OrderedDict
 
 import numpy as np
 
@@ -8,6 +7,7 @@ from cextend import _factories
 from cextend.autograd.grad_mode import no_grad
 from cextend.nn import functional as F
 from cextend.nn.activation import ReLU, Sigmoid, Tanh  # noqa: F401  (moved; old import path)
+from cextend.nn.container import Sequential  # noqa: F401  (moved; old import path)
 from cextend.nn.loss import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401  (moved; old import path)
 from cextend.nn.module import Module
 from cextend.nn.parameter import Parameter
@@ -64,37 +64,3 @@ class Linear(Module):
 class Identity(Module):
     def forward(self, input):
         return input
-
-
-class Sequential(Module):
-    """Modules applied in order; Sequential(a, b) or Sequential(OrderedDict(...))."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
-            for name, module in modules[0].items():
-                self.add_module(name, module)
-        else:
-            for i, module in enumerate(modules):
-                self.add_module(str(i), module)
-
-    def forward(self, input):
-        for module in self._modules.values():
-            input = module(input)
-        return input
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, index):
-        modules = list(self._modules.values())
-        if isinstance(index, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[index]))
-        return modules[index]
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self

@@ -5,10 +5,18 @@
   everywhere (a submodule assigned over a buffer removes the buffer).
 - `__call__` runs forward pre-hooks, `forward`, then forward hooks, with
   torch's rules for what a hook may return.
+- Full backward hooks (register_full_backward_hook / _pre_hook) as
+  torch's: the module's positional Tensor inputs and its outputs pass
+  through an identity Function (BackwardHookFunction), whose nodes'
+  hooks see the gradients w.r.t. the outputs, then w.r.t. the inputs.
+- Global hooks for every module (register_module_forward_hook and kin,
+  importable from cextend.nn.modules.module as from torch's), run before
+  the module's own.
 - state_dict / load_state_dict(strict, assign) with torch's keys, errors
-  and `IncompatibleKeys` result; `to` / `float` / `double` / `half` /
-  `cuda` / `cpu` convert parameters in place (their identity is kept, so
-  an optimizer built earlier still holds them).
+  and `IncompatibleKeys` result, `_extra_state` from get_extra_state /
+  set_extra_state; `to` (torch's argument forms and errors) / `float` /
+  `double` / `half` / `cuda` / `cpu` convert parameters in place (their
+  identity is kept, so an optimizer built earlier still holds them).
 
 One class, as torch's, so that its parts (registration, traversal, calls,
 state, conversion) read against torch's Module section by section.
@@ -22,7 +30,9 @@ from cextend.nn.parameter import Parameter
 from cextend.tensor import Tensor
 from cextend.utils.hooks import RemovableHandle
 from cextend import _dtype
-from cextend.device import as_device
+from cextend._memory_format import preserve_format
+from cextend.nn._backward_hooks import _BackwardHook, _WrappedHook
+from cextend.nn._module_to import _parse_to
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -62,9 +72,103 @@ def _typename(obj):
     return type(obj).__qualname__ if module == "builtins" else module + "." + type(obj).__qualname__
 
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks",
-               "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+_HOOK_DICTS = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+               "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+# -- global hooks: every module's, run before its own (torch.nn.modules.module's) ----------------
+# Called just before a buffer, parameter or submodule is registered; may return a replacement.
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+# Around every module's forward and backward (for debugging and profiling, as torch says).
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_is_full_backward_hook = None        # None: no global backward hook yet; True: full; False: legacy
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+
+_MIXED_GLOBAL_BACKWARD_HOOKS = ("Cannot use both regular backward hooks and full backward hooks as a global "
+                                "Module hook. Please use only one of them.")
+_MIXED_BACKWARD_HOOKS = ("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                         "Please use only one of them.")
+
+
+def _register_global(hooks, hook, extra_dict=None):
+    handle = RemovableHandle(hooks, extra_dict=extra_dict)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) -> None or a replacement buffer, on every register_buffer."""
+    return _register_global(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) -> None or a replacement, on every add_module / submodule assignment."""
+    return _register_global(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) -> None or a replacement parameter, on every register_parameter."""
+    return _register_global(_global_parameter_registration_hooks, hook)
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's forward (ahead of its own pre-hooks)."""
+    return _register_global(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a new
+    output, after every module's forward (ahead of its own hooks); always_call: also when forward raises."""
+    handle = _register_global(_global_forward_hooks, hook, extra_dict=[_global_forward_hooks_always_called,
+                                                                       _global_forward_hooks_with_kwargs])
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_backward_hook(hook):
+    """Deprecated (as torch's): the legacy backward hook for every module; see
+    register_module_full_backward_hook."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError(_MIXED_GLOBAL_BACKWARD_HOOKS)
+    _global_is_full_backward_hook = False
+    return _register_global(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) -> None or a new grad_output, for every module (ahead of its own)."""
+    return _register_global(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) -> None or a new grad_input, for every module (ahead of
+    its own)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError(_MIXED_GLOBAL_BACKWARD_HOOKS)
+    _global_is_full_backward_hook = True
+    return _register_global(_global_backward_hooks, hook)
+
+
+def _run_registration_hooks(hooks, module, name, value):
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
 
 
 class Module:
@@ -72,12 +176,15 @@ class Module:
 
     training: bool
     _version = 1        # saved in state_dict's _metadata, read back by _load_from_state_dict
+    # True: __init__ passes its arguments on to the next class in the MRO
+    # (for a Module mixed with another base class), as torch's
+    call_super_init = False
 
     def __init__(self, *args, **kwargs):
-        if kwargs:
+        if self.call_super_init is False and kwargs:
             raise TypeError("{}.__init__() got an unexpected keyword argument '{}'".format(
                 type(self).__name__, next(iter(kwargs))))
-        if args:
+        if self.call_super_init is False and args:
             raise TypeError("{}.__init__() takes 1 positional argument but {} were given".format(
                 type(self).__name__, len(args) + 1))
         set_ = object.__setattr__
@@ -87,7 +194,21 @@ class Module:
         set_(self, "_non_persistent_buffers_set", set())
         for name in _HOOK_DICTS:
             set_(self, name, OrderedDict())
+        set_(self, "_is_full_backward_hook", None)
         set_(self, "_modules", {})
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
+
+    def __setstate__(self, state):
+        """Unpickling: a module pickled before a hook dict existed gets an empty one."""
+        self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            if name not in self.__dict__:
+                object.__setattr__(self, name, OrderedDict())
+        if "_non_persistent_buffers_set" not in self.__dict__:
+            object.__setattr__(self, "_non_persistent_buffers_set", set())
+        if "_is_full_backward_hook" not in self.__dict__:
+            object.__setattr__(self, "_is_full_backward_hook", None)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("Module [%s] is missing the required \"forward\" function"
@@ -109,6 +230,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError("cannot assign '{}' object to buffer '{}' (cextend Tensor or None required)"
                             .format(_typename(tensor), name))
+        if _global_buffer_registration_hooks:
+            tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -137,6 +260,8 @@ class Module:
                              "created explicitly. To express '{0}' as a function of another Tensor, compute "
                              "the value in the forward() method.".format(name))
         else:
+            if _global_parameter_registration_hooks:
+                param = _run_registration_hooks(_global_parameter_registration_hooks, self, name, param)
             self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -151,6 +276,8 @@ class Module:
             raise KeyError("module name can't contain \".\", got: {}".format(name))
         if name == "":
             raise KeyError("module name can't be empty string \"\"")
+        if _global_module_registration_hooks:
+            module = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     def register_module(self, name, module):
@@ -189,11 +316,15 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                if _global_module_registration_hooks:
+                    value = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError("cannot assign '{}' as child module '{}' (cextend.nn.Module or None "
                                     "expected)".format(_typename(value), name))
+                if _global_module_registration_hooks:
+                    value = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
@@ -346,37 +477,175 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output (a tuple as long), run when the
+        gradients w.r.t. the module's outputs are known, before they flow on into it."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated, as torch's: a hook on the grad_fn of the module's (first) output, which sees
+        that node's gradients; use register_full_backward_hook."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input: grad_input are the
+        gradients w.r.t. the module's positional Tensor inputs (None for other arguments),
+        grad_output w.r.t. its outputs. When no input requires grad it fires with grad_input
+        all None; when no output does, never. forward then receives (and the caller gets) views
+        of the tensors, which may not be modified in place."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
+        self._is_full_backward_hook = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _get_backward_hooks(self):
+        """(full backward hooks, legacy backward hooks): the global ones first."""
+        full_backward_hooks = []
+        if _global_is_full_backward_hook is True:
+            full_backward_hooks += _global_backward_hooks.values()
+        if self._is_full_backward_hook is True:
+            full_backward_hooks += self._backward_hooks.values()
+        non_full_backward_hooks = []
+        if _global_is_full_backward_hook is False:
+            non_full_backward_hooks += _global_backward_hooks.values()
+        if self._is_full_backward_hook is False:
+            non_full_backward_hooks += self._backward_hooks.values()
+        return full_backward_hooks, non_full_backward_hooks
+
+    def _get_backward_pre_hooks(self):
+        return list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
+
+    def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn):
+        """torch's FutureWarnings where a legacy backward hook misses gradients."""
+        if not isinstance(result, Tensor):
+            if not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+                warnings.warn("Using non-full backward hooks on a Module that does not return a single Tensor or "
+                              "a tuple of Tensors is deprecated and will be removed in future versions. This hook "
+                              "will be missing some of the grad_output. Please use register_full_backward_hook to "
+                              "get the documented behavior.", FutureWarning, stacklevel=2)
+                return
+        else:
+            result = (result,)
+        if not isinstance(inputs, Tensor):
+            if not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+                warnings.warn("Using non-full backward hooks on a Module that does not take as input a single "
+                              "Tensor or a tuple of Tensors is deprecated and will be removed in future versions. "
+                              "This hook will be missing some of the grad_input. Please use "
+                              "register_full_backward_hook to get the documented behavior.",
+                              FutureWarning, stacklevel=2)
+                return
+        else:
+            inputs = (inputs,)
+        out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+        if len(out_grad_fn) == 0 or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+            warnings.warn("Using a non-full backward hook when outputs are nested in python data structure is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output.", FutureWarning, stacklevel=2)
+        elif len(out_grad_fn) > 1:
+            warnings.warn("Using a non-full backward hook when outputs are generated by different autograd Nodes "
+                          "is deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output. Please use register_full_backward_hook to get the documented behavior.",
+                          FutureWarning, stacklevel=2)
+        else:
+            inputs_grad_fn = {i.grad_fn for i in inputs if i.grad_fn is not None}
+            next_functions = {n[0] for n in grad_fn.next_functions}
+            if inputs_grad_fn != next_functions:
+                warnings.warn("Using a non-full backward hook when the forward contains multiple autograd Nodes "
+                              "is deprecated and will be removed in future versions. This hook will be missing "
+                              "some grad_input. Please use register_full_backward_hook to get the documented "
+                              "behavior.", FutureWarning, stacklevel=2)
+
     def __call__(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """torch's _call_impl: global, then own forward pre-hooks; the backward hooks' identity on
+        the inputs; forward; global, then own forward hooks; the identity on the outputs."""
         result = None
         called_always = set()
         try:
-            for hook_id, hook in list(self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    new = hook(self, args, kwargs)
-                    if new is not None:
-                        if isinstance(new, tuple) and len(new) == 2:
-                            args, kwargs = new
-                        else:
-                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
-                                               "new_kwargs), but got {}.".format(new))
-                else:
-                    new = hook(self, args)
-                    if new is not None:
-                        args = new if isinstance(new, tuple) else (new,)
+            full_backward_hooks, non_full_backward_hooks = [], []
+            backward_pre_hooks = []
+            if self._backward_pre_hooks or _global_backward_pre_hooks:
+                backward_pre_hooks = self._get_backward_pre_hooks()
+            if self._backward_hooks or _global_backward_hooks:
+                full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
+            if _global_forward_pre_hooks or self._forward_pre_hooks:
+                for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+                    if hook_id in self._forward_pre_hooks_with_kwargs:
+                        new = hook(self, args, kwargs)
+                        if new is not None:
+                            if isinstance(new, tuple) and len(new) == 2:
+                                args, kwargs = new
+                            else:
+                                raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                                   "new_kwargs), but got {}.".format(new))
+                    else:
+                        new = hook(self, args)
+                        if new is not None:
+                            args = new if isinstance(new, tuple) else (new,)
+            bw_hook = None
+            if full_backward_hooks or backward_pre_hooks:
+                bw_hook = _BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+                args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
-                    called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
-                    new = hook(self, args, kwargs, result)
-                else:
-                    new = hook(self, args, result)
-                if new is not None:
-                    result = new
+            if _global_forward_hooks or self._forward_hooks:
+                for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                    if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
+                        called_always.add(hook_id)
+                    if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
+                        new = hook(self, args, kwargs, result)
+                    else:
+                        new = hook(self, args, result)
+                    if new is not None:
+                        result = new
+            if bw_hook:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple "
+                                  "of Tensors but received {}".format(type(result)), stacklevel=2)
+                result = bw_hook.setup_output_hook(result)
+            if non_full_backward_hooks:
+                var = result
+                while not isinstance(var, Tensor):
+                    if isinstance(var, dict):
+                        var = next(v for v in var.values() if isinstance(v, Tensor))
+                    else:
+                        var = var[0]
+                grad_fn = var.grad_fn
+                if grad_fn is not None:
+                    for hook in non_full_backward_hooks:
+                        grad_fn.register_hook(_WrappedHook(hook, self))
+                    self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
             return result
         except Exception:
+            # the always_call hooks not run yet; torch calls the global ones without kwargs
+            for hook_id, hook in list(_global_forward_hooks.items()):
+                if hook_id in _global_forward_hooks_always_called and hook_id not in called_always:
+                    try:
+                        new = hook(self, args, result)
+                        if new is not None:
+                            result = new
+                    except Exception as e:
+                        warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
+                                      "that was silenced as another error was raised in forward: {}".format(e),
+                                      stacklevel=2)
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
                     try:
@@ -393,6 +662,17 @@ class Module:
             raise
 
     # -- state_dict -------------------------------------------------------
+    def get_extra_state(self):
+        """Override (with set_extra_state) to keep more than tensors in state_dict: what it
+        returns is stored under the `_extra_state` key."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. "
+                           "Please file an issue to report this bug.")
+
+    def set_extra_state(self, state):
+        """Override (with get_extra_state): receives what load_state_dict finds under `_extra_state`."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. "
+                           "Please file an issue to report this bug.")
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -400,6 +680,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if getattr(type(self), "get_extra_state", Module.get_extra_state) is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ordered name -> tensor mapping of parameters and persistent buffers (detached
@@ -421,6 +703,8 @@ class Module:
             # each module's version, as torch's: a checkpoint without it is
             # an old one, which a module may upgrade (BatchNorm's counter)
             destination._metadata[prefix[:-1]] = {"version": self._version}
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -429,6 +713,12 @@ class Module:
             if hook(self, destination, prefix, {}) is not None:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) -> None, run before this module's entries are added."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
 
     def register_state_dict_post_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata) -> None, run after this module's entries
@@ -490,9 +780,17 @@ class Module:
                 error_msgs.append('While copying the parameter named "{}", whose dimensions in the model are {} '
                                   'and whose dimensions in the checkpoint are {}, an exception occurred : {}.'
                                   .format(key, param.size(), input_param.size(), ex.args))
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if getattr(type(self), "set_extra_state", Module.set_extra_state) is not Module.set_extra_state:
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if len(input_name) > 1:
                         if input_name[0] not in self._modules:
@@ -599,18 +897,23 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype), to(tensor): floating parameters and buffers
-        take the dtype, everything takes the device."""
-        device, dtype = _parse_to(args, kwargs)
+        """to(device=None, dtype=None, non_blocking=False), to(dtype, non_blocking=False),
+        to(tensor, non_blocking=False), to(memory_format=...): floating parameters and buffers take
+        the dtype (which must be a floating one), every one the device, and the 4-D and 5-D ones the
+        memory format. Returns self. Other arguments raise torch's errors."""
+        device, dtype, _non_blocking, convert_to_format = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             "dtype={}".format(dtype))
 
         def convert(t):
-            target = dtype if (dtype is not None and t.is_floating_point()) else None
             if device is not None:
                 t = t.to(device=device)
-            return t.to(dtype=target) if target is not None else t
+            if dtype is not None and t.is_floating_point():
+                t = t.to(dtype=dtype)
+            if convert_to_format is not None and convert_to_format is not preserve_format and t.dim() in (4, 5):
+                t = t.contiguous(memory_format=convert_to_format)
+            return t
 
         return self._apply(convert)
 
@@ -657,33 +960,5 @@ class Module:
         return main_str + ")"
 
     def __dir__(self):
-        attrs = [key for key in object.__dir__(self) if not key[0].isdigit()]
-        return sorted(set(attrs) | set(self._parameters) | set(self._modules) | set(self._buffers))
-
-
-def _parse_to(args, kwargs):
-    """(device, dtype) from Module.to's argument forms."""
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError("to() received an invalid combination of arguments: unexpected keyword(s) %s"
-                        % ", ".join(sorted(kwargs)))
-    for arg in args:
-        if isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, bool):
-            continue                                   # non_blocking
-        elif isinstance(arg, int):
-            device = "cuda:%d" % arg                   # an index means a CUDA device, as in torch
-        elif isinstance(arg, str) or type(arg).__name__ == "device":
-            device = arg
-        else:
-            dtype = arg
-    if device is not None:
-        device = as_device(device)
-    if dtype is not None:
-        dtype = _dtype.as_dtype(dtype)
-    return device, dtype
-
+        keys = set(object.__dir__(self)) | set(self._parameters) | set(self._modules) | set(self._buffers)
+        return sorted(key for key in keys if not key[0].isdigit())     # not legal Python names
