@@ -36,6 +36,7 @@ def is_tensor(obj):
 
 
 from cextend import _ops  # noqa: E402
+from cextend import _storage  # noqa: E402,F401  (untyped_storage, storage_offset, pickling, deepcopy)
 
 _ops.install(globals())
 from cextend._ops.reduction import return_types  # noqa: E402,F401

@@ -457,22 +457,6 @@ class Tensor:
         raise RuntimeError("Tensor.__contains__ only supports Tensor or scalar, but you passed in a %s."
                            % type(element).__name__)
 
-    def __deepcopy__(self, memo):
-        if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
-                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
-                               "module, this may be because of a torch.nn.utils.weight_norm usage, see "
-                               "https://github.com/pytorch/pytorch/pull/103001")
-        if id(self) in memo:
-            return memo[id(self)]
-        import copy
-        new = type(self).__new__(type(self))
-        new._init(self._data.copy(), self._requires_grad)
-        memo[id(self)] = new
-        if self._grad is not None:
-            new._grad = copy.deepcopy(self._grad, memo)
-        return new
-
     def new(self, *args):
         """Legacy spelling: x.new() is an empty tensor of x's dtype, x.new(2, 3)
         an uninitialised one of that size, x.new(data) a copy of data."""
