@@ -143,7 +143,7 @@ def replay(op, extensions, calls, mode, explicit):
                                          " | ".join(_text(expired.stderr).splitlines()[-2:]))) from None
         output = result.stdout + result.stderr
         outputs.append("== replay %s: status %d\n%s" % (replay_mode, result.returncode, output))
-        with open(log_path, "w") as log:
+        with _jit_cache.create_private(log_path) as log:       # a symlink planted there is not followed
             log.write("\n".join(outputs))
         if result.returncode != 0:
             if mode == "asan":
@@ -238,6 +238,8 @@ def _user_files(builds):
     for info in builds:
         for path, name, _ in info.extension.headers + info.extension.sources:
             files.add(os.path.realpath(path) if path else os.path.join(os.path.realpath(info.folder), name))
+        # load_inline's literals are compiled as lines of the .py file that holds them (#line)
+        files.update(os.path.realpath(path) for path, _ in info.extension.origins.values())
     return files
 
 

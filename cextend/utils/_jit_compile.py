@@ -1,12 +1,15 @@
 """Compile and link a JIT extension, quietly, and turn a failure into one line.
 
-The compiler runs as a subprocess with its output captured into the
-folder's build.log; nothing reaches the terminal unless verbose=True.  A
-failure raises ExtensionBuildError whose message is the compiler's first
-error as `file:line: message` (the line of the user's source, shown
-underneath) and the log's path: the compiler's own wall of context stays
-in the log.
+Each C source is compiled to an object (all at once, each with its list
+of the files it read, -MD) and the objects are linked to a temporary that
+is renamed over the library, so a reader never sees half a library.  The
+compilers run as subprocesses with their output captured into the folder's
+build.log; nothing reaches the terminal unless verbose=True.  A failure
+raises ExtensionBuildError whose message is the compiler's first error as
+`file:line: message` (the line of the user's source, shown underneath)
+and the log's path: the compiler's own wall of context stays in the log.
 """
+import functools
 import os
 import re
 import shutil
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 
+from cextend.utils import _jit_cache as cache
 from cextend.utils._jit_cache import compiler_env
 
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
@@ -37,25 +41,83 @@ class ExtensionBuildError(RuntimeError):
 
 
 def _python_includes():
+    return list(_python_include_folders())
+
+
+@functools.lru_cache(maxsize=None)          # sysconfig expands its paths each time: 0.1 ms a load
+def _python_include_folders():
     paths = sysconfig.get_paths()
-    return sorted({paths["include"], paths.get("platinclude", paths["include"])})
+    return tuple(sorted({paths["include"], paths.get("platinclude", paths["include"])}))
 
 
 def build_shared_library(plan, verbose=False):
-    """Compile plan's sources into plan.library (atomically); raise on failure."""
+    """Compile plan's sources and link them into plan.library (atomically); raise on failure.
+
+    Each C source is compiled on its own (in parallel) with -MD, since one
+    compile-and-link command would write every source's dependency list to
+    the same file.  Returns the files the compiler read, from those lists.
+    """
     log_path = os.path.join(plan.folder, "build.log")
-    with open(log_path, "w") as log:
+    with cache.create_private(log_path) as log:      # a planted build.log symlink is replaced, not followed
         objects = [_compile_cuda(plan, source, log, verbose) for source in plan.cuda_sources]
-        temporary = "%s.%d.tmp" % (plan.library, os.getpid())
+        compiled = [_object_and_dependency_file(plan, i, source)
+                    for i, source in enumerate([plan.module_source] + list(plan.sources))]
+        _run_all([_compile_command(plan, source, target, dependencies)
+                  for source, (target, dependencies) in zip([plan.module_source] + list(plan.sources), compiled)],
+                 plan, log, log_path, verbose)
+        temporary = cache.temporary_name(plan.library)
         command = (plan.compiler + ["-fPIC"] + (SANITIZE_FLAGS if plan.sanitize else ["-O2"]) +
-                   ["-I" + d for d in list(plan.include_dirs) + _python_includes()] +
-                   ["-D%s" % d for d in plan.defines] + list(plan.compile_args) +
-                   [plan.module_source] + list(plan.sources) + objects +
+                   _link_time_flags(plan.compile_args) + [target for target, _ in compiled] + objects +
                    _shared_flags() + ["-o", temporary] + list(plan.link_args) +
                    (["-fsanitize=address,undefined"] if plan.sanitize else []))
-        _run(command, plan, log, log_path, verbose)
-    os.replace(temporary, plan.library)
-    return plan.library
+        try:
+            _run_all([command], plan, log, log_path, verbose)
+            os.replace(temporary, plan.library)
+        finally:
+            cache.remove(temporary)
+    return _files_read(compiled, plan.folder)
+
+
+def _object_and_dependency_file(plan, index, source):
+    """Numbered, so two sources of one name (a/x.c, b/x.c) do not share an object."""
+    target = os.path.join(plan.folder, "%s.%d.%s.o" % (plan.module_name, index, os.path.basename(source)))
+    for output in (target, target + ".d"):
+        cache.remove(output)            # the compiler writes through a symlink left there; never to one
+    return target, target + ".d"
+
+
+def _compile_command(plan, source, target, dependencies):
+    return (plan.compiler + ["-fPIC"] + (SANITIZE_FLAGS if plan.sanitize else ["-O2"]) +
+            ["-I" + d for d in list(plan.include_dirs) + _python_includes()] +
+            ["-D%s" % d for d in plan.defines] + list(plan.compile_args) +
+            ["-MD", "-MF", dependencies, "-c", source, "-o", target])
+
+
+# Options of extra_compile_args that only compiling reads (the language -x would also make the
+# linker read the objects as C); the others (-pthread, -flto, --coverage, -m32, ...) go to the link
+# as well, as they did when one command compiled and linked.
+_COMPILE_ONLY_OPTIONS = ("-I", "-D", "-U", "-include", "-imacros", "-iquote", "-isystem", "-idirafter", "-x",
+                         "-Xpreprocessor")
+_COMPILE_ONLY_PREFIXES = _COMPILE_ONLY_OPTIONS + ("-std=", "-M", "-Wp,")
+
+
+def _link_time_flags(compile_args):
+    flags, skip_value = [], False
+    for flag in compile_args:
+        if skip_value:
+            skip_value = False
+        elif flag in _COMPILE_ONLY_OPTIONS:
+            skip_value = True
+        elif not flag.startswith(_COMPILE_ONLY_PREFIXES):
+            flags.append(flag)
+    return flags
+
+
+def _files_read(compiled, folder):
+    files = []
+    for _, dependencies in compiled:
+        files += cache.dependencies_in(cache.read_private(dependencies).decode(errors="replace"), folder)
+    return sorted(set(files))
 
 
 def _shared_flags():
@@ -68,6 +130,7 @@ def _compile_cuda(plan, source, log, verbose):
     """nvcc -c for a .cu source of load(..., with_cuda=True); returns the object's path."""
     nvcc = os.environ.get("NVCC") or os.path.join(os.path.dirname(_cuda_paths()[0]), "bin", "nvcc")
     target = os.path.join(plan.folder, os.path.basename(source) + ".o")
+    cache.remove(target)
     architectures = cuda_architectures()
     gencode = []
     for arch in architectures:
@@ -75,7 +138,7 @@ def _compile_cuda(plan, source, log, verbose):
     gencode += ["-gencode", "arch=compute_%s,code=compute_%s" % (architectures[-1], architectures[-1])]
     command = ([nvcc, "-O2", "-Xcompiler", "-fPIC", "-c", source, "-o", target] + gencode +
                ["-I" + d for d in plan.include_dirs] + ["-D%s" % d for d in plan.defines])
-    _run(command, plan, log, log.name, verbose)
+    _run(command, plan, log, os.path.join(plan.folder, "build.log"), verbose)
     return target
 
 
@@ -87,19 +150,29 @@ def cuda_architectures():
 
 
 def _run(command, plan, log, log_path, verbose):
-    log.write("$ %s\n" % " ".join(command))
-    log.flush()
-    if verbose:
-        print("cextend: building %s: %s" % (plan.name, " ".join(command)), file=sys.stderr)
-    result = subprocess.run(command, cwd=plan.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=compiler_env())
-    log.write(result.stdout)
-    log.flush()
-    if verbose and result.stdout:
-        sys.stderr.write(result.stdout)
-    if result.returncode != 0:
-        raise ExtensionBuildError(describe_failure(plan, result.stdout, result.returncode, log_path),
-                                  log_path)
+    _run_all([command], plan, log, log_path, verbose)
+
+
+def _run_all(commands, plan, log, log_path, verbose):
+    """Run the commands at once; log each one's output in order; raise for the first that failed."""
+    processes = []
+    for command in commands:
+        if verbose:
+            print("cextend: building %s: %s" % (plan.name, " ".join(command)), file=sys.stderr)
+        processes.append(subprocess.Popen(command, cwd=plan.folder, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, errors="replace",
+                                          env=compiler_env()))
+    failure = None
+    for command, process in zip(commands, processes):
+        output = process.communicate()[0]
+        log.write("$ %s\n%s" % (" ".join(command), output))
+        log.flush()
+        if verbose and output:
+            sys.stderr.write(output)
+        if process.returncode != 0 and failure is None:
+            failure = describe_failure(plan, output, process.returncode, log_path)
+    if failure is not None:
+        raise ExtensionBuildError(failure, log_path)
 
 
 def describe_failure(plan, output, status, log_path):
@@ -137,13 +210,16 @@ def _display_path(path, plan):
 
 
 def _source_line(path, plan, number):
-    """Line `number` as the user wrote it (load_inline's text, or the file)."""
-    name = os.path.basename(path)
-    if name in plan.inline_texts and os.path.dirname(os.path.join(plan.folder, path)) == plan.folder:
-        lines = plan.inline_texts[name].splitlines()
-        return lines[number - 1] if 0 < number <= len(lines) else None
+    """Line `number` of path as the user wrote it: load_inline's text (named by its own name, or by
+    the .py file holding it as a literal), else the file."""
+    absolute = os.path.normpath(os.path.join(plan.folder, path))
+    for shown, first, text in plan.inline_lines:
+        if os.path.normpath(os.path.join(plan.folder, shown)) == absolute:
+            lines = text.split("\n")
+            if first <= number < first + len(lines):
+                return lines[number - first]
     try:
-        with open(os.path.join(plan.folder, path), errors="replace") as f:
+        with open(absolute, errors="replace") as f:
             for i, line in enumerate(f, 1):
                 if i == number:
                     return line.rstrip("\n")

@@ -206,4 +206,5 @@ def _write_wrapper(module_dir, module, consts):
 # The JIT path (load_inline / load): built on the wrappers above, cached by content.
 from cextend.utils.jit import load, load_inline  # noqa: E402,F401
 from cextend.utils._jit_compile import ExtensionBuildError  # noqa: E402,F401
+from cextend.utils._jit_cache import UnsafeCacheError  # noqa: E402,F401
 from cextend.utils._cdef import HeaderError  # noqa: E402,F401

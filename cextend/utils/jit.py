@@ -16,31 +16,50 @@ copied if not contiguous, outputs must be contiguous and writable).  The
 build lives in $CEXTEND_EXTENSIONS_DIR (default ~/.cache/cextend/extensions)
 under a key covering everything that can change it (see _jit_cache); a
 later call, in this or any process, with nothing changed, compiles nothing.
+
+A build's folder holds build.json, written last: the library's file name
+and SHA-256, what the wrapper needs to know, and every file the compiler
+read with its hash.  A build is reused only if all of these check out; a
+library or record that does not (truncated, garbled, a header changed
+behind the key's back) is rebuilt under the lock, into a library of a new
+name, so no process that has the old one loaded sees it change.
+
+A load_inline string that is a literal in the calling .py file is compiled
+under `#line N "that file"`, so compiler errors, debug info and sanitizer
+reports name the line in the .py file; other strings are named NAME.c
+(NAME.h for the header) with lines counted within the string.
 """
+import ast
 import importlib.util
+import io
+import itertools
 import json
 import os
 import re
 import sys
+import sysconfig
 import time
+import tokenize
 import types
 
 from cextend.utils import _jit_cache as cache
 from cextend.utils._cdef import cdef_text, explain_cdef_error
 from cextend.utils._calls import _const_pointer_params, _wrap_function
-from cextend.utils._jit_compile import ExtensionBuildError, _cuda_paths, build_shared_library, cuda_architectures
+from cextend.utils._jit_compile import (ExtensionBuildError, _cuda_paths, _python_includes, build_shared_library,
+                                        cuda_architectures)
 from cextend.utils._jit_record import recorded
 
 # Bump when the build recipe changes in a way the key cannot see.
-_RECIPE = 1
-_WRAP_FILE = "wrap.json"
+_RECIPE = 2
+_BUILD_FILE = "build.json"
+_BUILD_FORMAT = 1
 
 
 class Extension:
     """What to build: files as (path on disk or None, display name, text)."""
 
     def __init__(self, name, headers, sources, *, inline, extra_compile_args=None, extra_link_args=None,
-                 include_dirs=None, build_directory=None, with_cuda=False, sanitize=False):
+                 include_dirs=None, build_directory=None, with_cuda=False, sanitize=False, origins=None):
         if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
             raise ValueError("name must be an ASCII identifier (it names the built module), got %r" % (name,))
         self.name = name
@@ -55,6 +74,8 @@ class Extension:
         self.build_directory = build_directory
         self.with_cuda = with_cuda
         self.sanitize = sanitize
+        # load_inline's display name -> (.py file, line) of the literal its text is; see _literal_origin.
+        self.origins = dict(origins or {})
 
     def variant(self, **changes):
         """A copy with some settings changed (opcheck rebuilds with sanitize=True)."""
@@ -66,7 +87,7 @@ class Extension:
 class ExtensionInfo:
     """What load()/load_inline() did: module.__cextend__."""
 
-    def __init__(self, extension, key, folder, library, built, seconds):
+    def __init__(self, extension, key, folder, library, built, seconds, const=None):
         self.extension = extension
         self.key = key
         self.folder = folder
@@ -74,6 +95,7 @@ class ExtensionInfo:
         self.log = os.path.join(folder, "build.log")
         self.built = built              # False: loaded from the cache without compiling
         self.seconds = seconds
+        self._const = const             # which pointer parameters are const, for the wrapper
 
     def __repr__(self):
         return "<cextend extension %s: %s %s>" % (self.extension.name, "built" if self.built else "cached",
@@ -91,19 +113,25 @@ def load_inline(name, header, sources, *, extra_compile_args=None, extra_link_ar
     header: C declarations (what Python may call); sources: a string or a
     list of strings of C.  Each source is compiled as NAME.c (NAME_1.c, ...)
     with the header (NAME.h, with <stdint.h> and <stddef.h>) included first,
-    so compiler messages and sanitizer reports give lines of your strings.
+    so compiler messages and sanitizer reports give lines of your strings:
+    the lines of the .py file for a string written there as a literal.
     """
     if isinstance(sources, str):
         sources = [sources]
     names = ["%s.c" % name] + ["%s_%d.c" % (name, i) for i in range(1, len(sources))]
+    origins = {}
+    for display, text in [("%s.h" % name, header)] + list(zip(names, sources)):
+        origin = _literal_origin(text)
+        if origin is not None:
+            origins[display] = origin
     extension = Extension(name, [(None, "%s.h" % name, header)],
                           [(None, n, s) for n, s in zip(names, sources)], inline=True,
                           extra_compile_args=extra_compile_args, extra_link_args=extra_link_args,
                           include_dirs=include_dirs, build_directory=build_directory, with_cuda=with_cuda,
-                          sanitize=sanitize)
+                          sanitize=sanitize, origins=origins)
     try:
         return _public(extension, verbose)
-    except ExtensionBuildError as error:       # one short exception, not a traceback through the builder
+    except (ExtensionBuildError, cache.UnsafeCacheError) as error:   # one short exception, not a traceback
         raise error.with_traceback(None) from None
 
 
@@ -142,7 +170,7 @@ def load(name, sources, headers=None, *, extra_compile_args=None, extra_link_arg
                           build_directory=build_directory, with_cuda=with_cuda, sanitize=sanitize)
     try:
         return _public(extension, verbose)
-    except ExtensionBuildError as error:
+    except (ExtensionBuildError, cache.UnsafeCacheError) as error:
         raise error.with_traceback(None) from None
 
 
@@ -173,40 +201,90 @@ def load_extension(extension, verbose=False):
 
 
 def build(extension, verbose=False):
-    """Make sure the shared library exists (building it under the lock); its ExtensionInfo."""
+    """Make sure a sound build exists (building it under the lock); its ExtensionInfo."""
     start = time.perf_counter()
     plan = _plan(extension)
-    if _complete(plan):
-        return ExtensionInfo(extension, plan.key, plan.folder, plan.library, False,
-                             time.perf_counter() - start)
+    record, built = _sound_build(plan), False
 
     def waiting(pid):
         if verbose:
             print("cextend: waiting for process %s, which is building %s" % (pid, extension.name),
                   file=sys.stderr)
 
-    with cache.build_lock(plan.folder, waiting):
-        built = not _complete(plan)         # another process may have built it meanwhile
-        if built:
-            _write_sources(extension, plan)
-            _emit_module_source(extension, plan)
-            build_shared_library(plan, verbose)
-            if not extension.sanitize:
-                _check_loadable(extension, plan)
-        return ExtensionInfo(extension, plan.key, plan.folder, plan.library, built,
-                             time.perf_counter() - start)
+    if record is None:
+        with cache.build_lock(plan.folder, waiting):
+            record = _sound_build(plan)         # another process may have built it meanwhile
+            if record is None:
+                record, built = _build_now(extension, plan, verbose), True
+    return ExtensionInfo(extension, plan.key, plan.folder, os.path.join(plan.folder, record["library"]), built,
+                         time.perf_counter() - start, const=record["const"])
 
 
-def _complete(plan):
-    """The library and its wrapper description are there (the library is written last)."""
-    return os.path.exists(plan.library) and os.path.exists(os.path.join(plan.folder, _WRAP_FILE))
+def _build_now(extension, plan, verbose):
+    """Compile into a library of a new name, then write build.json (last: it makes the build count)."""
+    _name_build(plan)
+    _write_sources(extension, plan)
+    const = _emit_module_source(extension, plan)
+    files_read = build_shared_library(plan, verbose)
+    if not extension.sanitize:
+        _check_loadable(extension, plan)
+    record = {"format": _BUILD_FORMAT, "library": os.path.basename(plan.library),
+              "sha256": cache.file_sha256(plan.library, follow=False), "const": const,
+              "dependencies": cache.describe_dependencies(files_read, plan.system_include_dirs,
+                                                              plan.folder)}
+    cache.write_atomically(os.path.join(plan.folder, _BUILD_FILE), json.dumps(record))
+    return record
+
+
+def _name_build(plan):
+    """A library name not used before in the folder nor loaded in this process: dlopen and Python
+    both return the module already loaded from a path, so a rebuild must not reuse one."""
+    base = "_cextend_%s_%s" % (plan.name, plan.key[:12])
+    for generation in itertools.count():
+        name = base if generation == 0 else "%s_%d" % (base, generation)
+        library = os.path.join(plan.folder, name + _EXT_SUFFIX)
+        if not os.path.lexists(library) and library not in _IMPORTED:
+            break
+    plan.module_name, plan.library, plan.module_source = name, library, name + ".c"
+
+
+def _sound_build(plan):
+    """build.json of the folder if it, the library and every file the compiler read check out, else None."""
+    record = cache.read_json(os.path.join(plan.folder, _BUILD_FILE))
+    if not _well_formed(record, plan):
+        return None
+    if cache.file_sha256(os.path.join(plan.folder, record["library"]), follow=False) != record["sha256"]:
+        return None
+    if not cache.dependencies_unchanged(record["dependencies"]):
+        return None
+    return record
+
+
+def _well_formed(record, plan):
+    """Everything a cached load reads from build.json is there and of its shape (the library named
+    as this key's, so a record cannot point elsewhere; dependencies as describe_dependencies writes)."""
+    if not (isinstance(record, dict) and record.get("format") == _BUILD_FORMAT
+            and isinstance(record.get("const"), dict) and isinstance(record.get("sha256"), str)):
+        return False
+    library = record.get("library")
+    pattern = r"_cextend_%s_%s(_\d+)?%s" % (re.escape(plan.name), plan.key[:12], re.escape(_EXT_SUFFIX))
+    if not (isinstance(library, str) and re.fullmatch(pattern, library)):
+        return False
+    dependencies = record.get("dependencies")
+    return (isinstance(dependencies, dict) and isinstance(dependencies.get("files"), list)
+            and all(isinstance(f, list) and len(f) == 2 for f in dependencies["files"])
+            and isinstance(dependencies.get("system"), list)
+            and all(isinstance(f, list) and len(f) == 3 and isinstance(f[2], list)
+                    and all(isinstance(h, list) and len(h) == 3 for h in f[2]) for f in dependencies["system"]))
+
+
+_EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 
 def _plan(extension):
-    root = cache.cache_root(extension.build_directory)
-    os.makedirs(root, exist_ok=True)
+    root = cache.secure_root(cache.cache_root(extension.build_directory))
     compiler = cache.compiler_command()
-    compiler_path, compiler_version = cache.compiler_identity(compiler, root)
+    compiler_path, compiler_version, system_include_dirs = cache.compiler_identity(compiler, root)
     plan = _Plan()
     plan.name = extension.name
     plan.compiler = compiler
@@ -214,39 +292,44 @@ def _plan(extension):
     plan.compile_args = extension.compile_args
     plan.link_args = list(extension.link_args)
     plan.defines = []
-    include_dirs = list(extension.include_dirs)
+    include_dirs, system_include_dirs = list(extension.include_dirs), list(system_include_dirs)
     if extension.with_cuda:
         cuda_include, cuda_lib = _cuda_paths()
         include_dirs.append(cuda_include)
+        system_include_dirs.append(cuda_include)
         plan.defines.append("WITH_CUDA")
         plan.link_args += ["-L" + cuda_lib, "-Wl,-rpath," + cuda_lib, "-lcudart", "-lstdc++"]
     texts = [t for _, _, t in extension.headers + extension.sources]
     paths = [p for p, _, _ in extension.headers + extension.sources]
-    local = cache.local_headers(paths, texts, include_dirs + cache.include_dirs_in(extension.compile_args))
+    quote_dirs, flag_dirs = cache.include_dirs_in(extension.compile_args)
+    local = cache.local_headers(paths, texts, quote_dirs, include_dirs + flag_dirs,
+                                cache.forced_includes_in(extension.compile_args))
     import cextend      # its version keys the cache; the package is complete by the time a build runs
     import cffi
     parts = {
         "recipe": _RECIPE, "name": extension.name, "inline": extension.inline,
         "headers": [(p or n, t.encode()) for p, n, t in extension.headers],
         "sources": [(p or n, t.encode()) for p, n, t in extension.sources],
+        "origins": sorted(extension.origins.items()),
         "local_headers": local,
         "compiler": (compiler, compiler_path, compiler_version),
+        "environment": cache.environment_inputs(extension.with_cuda),
         "flags": (extension.compile_args, plan.link_args, include_dirs, plan.defines, extension.sanitize,
                   cuda_architectures() if extension.with_cuda else None),
+        "link_inputs": cache.link_inputs(plan.link_args),
         "cffi": cffi.__version__, "cextend": cextend.__version__, "python": cache.python_abi(),
     }
     plan.key = cache.cache_key(parts)
-    plan.folder = os.path.join(root, "%s-%s" % (extension.name, plan.key[:16]))
-    plan.module_name = "_cextend_%s_%s" % (extension.name, plan.key[:12])
-    import sysconfig
-    plan.library = os.path.join(plan.folder, plan.module_name + sysconfig.get_config_var("EXT_SUFFIX"))
-    plan.module_source = plan.module_name + ".c"
+    plan.folder = cache.secure_folder(os.path.join(root, "%s-%s" % (extension.name, plan.key[:16])))
     plan.include_dirs = ([plan.folder] if extension.inline else []) + include_dirs
+    plan.system_include_dirs = system_include_dirs + _python_includes()
     plan.sources = [n if p is None else p for p, n, _ in extension.sources if not n.endswith(".cu")]
     plan.cuda_sources = [p for p, n, _ in extension.sources if n.endswith(".cu")]
     if plan.cuda_sources and not extension.with_cuda:
         raise ValueError("load(%r): .cu sources need with_cuda=True" % extension.name)
-    plan.inline_texts = {n: t for p, n, t in extension.headers + extension.sources if p is None}
+    # (file the compiler names, its line of the text's first line, text) of each load_inline string
+    plan.inline_lines = [extension.origins.get(n, (n, 1)) + (t,)
+                         for p, n, t in extension.headers + extension.sources if p is None]
     plan.parts = parts
     return plan
 
@@ -255,7 +338,7 @@ _INLINE_HEADER = """#ifndef CEXTEND_INLINE_%(guard)s_H
 #define CEXTEND_INLINE_%(guard)s_H
 #include <stddef.h>
 #include <stdint.h>
-#line 1 "%(file)s"
+%(line)s
 %(text)s
 #endif
 """
@@ -266,20 +349,100 @@ def _write_sources(extension, plan):
     if not extension.inline:
         return
     _, header_name, header = extension.headers[0]
-    _write(os.path.join(plan.folder, header_name), _INLINE_HEADER % {
-        "guard": plan.key[:12].upper(), "file": header_name, "text": header})
+    cache.write_atomically(os.path.join(plan.folder, header_name), _INLINE_HEADER % {
+        "guard": plan.key[:12].upper(), "line": _line_directive(extension, header_name), "text": header})
     for _, source_name, text in extension.sources:
-        _write(os.path.join(plan.folder, source_name),
-               '#include "%s"\n#line 1 "%s"\n%s\n' % (header_name, source_name, text))
+        cache.write_atomically(os.path.join(plan.folder, source_name), '#include "%s"\n%s\n%s\n' % (
+            header_name, _line_directive(extension, source_name), text))
 
 
-def _write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
+def _line_directive(extension, name):
+    path, line = extension.origins.get(name, (name, 1))
+    return '#line %d "%s"' % (line, path.replace("\\", "\\\\").replace('"', '\\"'))
+
+
+# -- where a load_inline string was written -----------------------------------------------------
+
+_PACKAGE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+_LITERALS = {}          # .py path -> ((mtime_ns, size), {literal's text: its first line})
+
+
+def _literal_origin(text):
+    """(absolute .py path, line) of the string literal in the calling file whose value is text, if
+    its lines are the file's lines (no escaped newlines, no backslash-continuations); else None."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    path = _calling_file()
+    if path is None:
+        return None
+    line = _literal_lines(path).get(text)
+    return None if line is None else (path, line)
+
+
+def _calling_file():
+    """The file of the innermost frame outside cextend, if it is a file on disk."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_FOLDER):
+        frame = frame.f_back
+    if frame is None or frame.f_code.co_filename.startswith("<"):
+        return None
+    path = os.path.abspath(frame.f_code.co_filename)
+    return path if "\n" not in path and os.path.isfile(path) else None
+
+
+def _literal_lines(path):
+    """{text: first line} of the file's string literals spelled line for line (parsed once per
+    version of the file, so a second load_inline from it costs a stat)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return {}
+    stamp = (info.st_mtime_ns, info.st_size)
+    cached = _LITERALS.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        with open(path, "rb") as f:
+            source = importlib.util.decode_source(f.read())
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        lines = {}
+    else:
+        lines = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+                spelling = ast.get_source_segment(source, node)
+                if spelling is not None and _spelled_line_for_line(spelling, node.value):
+                    lines[node.value] = min(node.lineno, lines.get(node.value, node.lineno))
+    _LITERALS[path] = (stamp, lines)
+    return lines
+
+
+_CONTINUATION = re.compile(r"(?<!\\)(?:\\\\)*\\\n")       # an odd run of backslashes ending a line
+
+
+def _spelled_line_for_line(spelling, value):
+    """Whether line k of value is on line k of the literal's spelling: one plain string literal
+    (not an f-string, not several joined) in which every newline is a real one."""
+    if spelling.count("\n") != value.count("\n"):
+        return False
+    if "\n" not in value:
+        return True
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(spelling).readline)
+                  if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER)]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    if len(tokens) != 1 or tokens[0].type != tokenize.STRING:
+        return False
+    prefix = re.match(r"[A-Za-z]*", spelling).group().lower()
+    if "f" in prefix or "b" in prefix:
+        return False
+    return "r" in prefix or not _CONTINUATION.search(spelling)
 
 
 def _emit_module_source(extension, plan):
-    """The cffi wrapper's C (plan.module_source) and the wrapper's pointer constness."""
+    """Write the cffi wrapper's C (plan.module_source) and key.json; the wrapper's pointer constness."""
     from cffi import FFI, CDefError
     from cffi.error import FFIError
     from cffi.recompiler import make_c_source
@@ -289,7 +452,9 @@ def _emit_module_source(extension, plan):
         chunk = cdef_text(text, shown)
         chunks.append(chunk)
         count = chunk.count("\n") + 1
-        line_map.append((first, shown, count))
+        origin, line = extension.origins.get(display, (shown, 1)) if path is None else (shown, 1)
+        # explain_cdef_error counts from the entry's first line: start it line - 1 lines early.
+        line_map.append((first - (line - 1), origin, count + line - 1))
         first += count
     cdef = "\n".join(chunks)
     ffi = FFI()
@@ -301,11 +466,11 @@ def _emit_module_source(extension, plan):
         include = '#include "%s"\n' % extension.headers[0][1]
     else:
         include = "".join('#include "%s"\n' % path for path, _, _ in extension.headers)
-    make_c_source(ffi, plan.module_name, include, os.path.join(plan.folder, plan.module_source), verbose=False)
-    with open(os.path.join(plan.folder, _WRAP_FILE), "w") as f:
-        json.dump({"const": _const_pointer_params(cdef)}, f)
-    with open(os.path.join(plan.folder, "key.json"), "w") as f:
-        json.dump(_describe(plan.parts), f, indent=1)
+    wrapper = io.StringIO()
+    make_c_source(ffi, plan.module_name, include, wrapper, verbose=False)
+    cache.write_atomically(os.path.join(plan.folder, plan.module_source), wrapper.getvalue())
+    cache.write_atomically(os.path.join(plan.folder, "key.json"), json.dumps(_describe(plan.parts), indent=1))
+    return json.loads(json.dumps(_const_pointer_params(cdef)))    # as a cached load will read it back
 
 
 def _describe(parts):
@@ -350,9 +515,10 @@ def _declared_where(extension, symbol):
     """file:line of the header declaration of symbol, or None if the headers do not declare it."""
     pattern = re.compile(r"\b%s\b" % re.escape(symbol))
     for path, display, text in extension.headers:
-        for number, line in enumerate(text.splitlines(), 1):
+        shown, first = extension.origins.get(display, (display, 1)) if path is None else (path, 1)
+        for number, line in enumerate(text.splitlines(), first):
             if pattern.search(line):
-                return "%s:%d" % (display if path is None else path, number)
+                return "%s:%d" % (shown, number)
     return None
 
 
@@ -379,8 +545,7 @@ def _import(extension, info):
 
 def _wrap_module(extension, info, raw):
     """A module of Tensor-aware functions (as create_extension's) plus ffi, lib and __cextend__."""
-    with open(os.path.join(info.folder, _WRAP_FILE)) as f:
-        const = json.load(f)["const"]
+    const = info._const or {}
     module = types.ModuleType(extension.name, "C extension %s built by cextend (%s)" % (
         extension.name, info.library))
     module.__file__ = info.library
