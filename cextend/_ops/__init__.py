@@ -6,6 +6,8 @@ from cextend._ops import (arithmetic, closeness, conversion, einsum, gather_scat
                           statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
 from cextend._ops import recurrent  # noqa: F401  (the recurrent cells, on src/rnn.c)
+from cextend._ops import pointwise_more, splitting  # noqa: F401  (hypot, logaddexp, xlogy, copysign, shifts; tensor_split)
+from cextend._ops import distance, nn_ctc, nn_norms  # noqa: F401  (group/instance/local response norm, distances, ctc_loss)
 from cextend._ops.registry import OPS
 from cextend.tensor import Tensor
 

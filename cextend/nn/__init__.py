@@ -61,3 +61,13 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 
 # torch.nn.modules.module's path, where code reaches the global module hooks (cextend/nn/modules/module.py).
 from cextend.nn.modules import module as _modules_module  # noqa: E402,F401
+
+# Group, instance and local response norm; distances and the triplet and CTC losses
+# (cextend/nn/normalization_more.py, cextend/nn/distance_losses.py).
+from cextend.nn.normalization_more import (GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: E402
+                                           LocalResponseNorm)
+from cextend.nn.distance_losses import (CosineSimilarity, CTCLoss, PairwiseDistance, TripletMarginLoss,  # noqa: E402
+                                        TripletMarginWithDistanceLoss)
+
+__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+            "PairwiseDistance", "CosineSimilarity", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]

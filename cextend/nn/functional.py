@@ -74,3 +74,11 @@ from cextend.nn.functional_1d import (adaptive_avg_pool1d, adaptive_max_pool1d, 
 from cextend.nn._functional_attention import (_canonical_mask, _in_projection, _in_projection_packed,  # noqa: E402,F401
                                               _mha_shape_check, _none_or_dtype, multi_head_attention_forward,
                                               scaled_dot_product_attention)
+
+# Group, instance and local response norm (cextend/_ops/nn_norms.py).
+from cextend._ops.nn_norms import group_norm, instance_norm, local_response_norm  # noqa: E402,F401
+
+# Distances and the triplet and CTC losses (cextend/_ops/distance.py, cextend/_ops/nn_ctc.py).
+from cextend._ops.distance import (cosine_similarity, pairwise_distance, triplet_margin_loss,  # noqa: E402,F401
+                                   triplet_margin_with_distance_loss)
+from cextend._ops.nn_ctc import ctc_loss  # noqa: E402,F401
