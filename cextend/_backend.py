@@ -9,6 +9,8 @@ cffi's API mode releases the GIL around each kernel call.
 """
 import numpy as np
 
+from cextend._errors import ArgumentError, ArgumentTypeError, OutOfMemoryError
+
 try:
     from cextend._C import ffi, lib
 except ImportError as _error:
@@ -43,9 +45,9 @@ def check(status):
         return
     message = ffi.string(lib.cextend_last_error()).decode("utf-8", "replace")
     if status == NOMEM:
-        raise MemoryError(message)
+        raise OutOfMemoryError(message)     # a MemoryError, and a RuntimeError as torch's
     if -1000 < status < 0:
-        raise ValueError(message)
+        raise ArgumentError(message)        # a ValueError, and a RuntimeError as torch's
     raise RuntimeError(message or "cextend kernel failed with status %d" % status)
 
 
@@ -457,14 +459,18 @@ def set_num_threads(n):
     would start cannot be created now (a process or memory limit): OpenMP
     would otherwise end the process in the next parallel kernel.
     """
+    # torch: RuntimeError for a non-int or a count below 1, ValueError past a C int
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError("n must be an int, got %s" % type(n).__name__)
+        raise ArgumentTypeError("n must be an int, got %s" % type(n).__name__)
     if n < 1:
-        raise ValueError("n must be >= 1, got %d" % n)
+        raise ArgumentError("n must be >= 1, got %d" % n)
+    if n > _INT_MAX:
+        raise ArgumentError("n must be at most %d (a C int), got %d" % (_INT_MAX, n))
     _check_threads_can_start(n)
     check(lib.cextend_set_num_threads(n))
 
 
+_INT_MAX = 2 ** 31 - 1      # cextend_set_num_threads takes an int
 _threads_started = [1]      # the most threads seen alive at once by _check_threads_can_start
 
 

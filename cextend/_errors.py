@@ -15,3 +15,14 @@ class ArgumentError(ValueError, RuntimeError):
 class DtypeError(TypeError, RuntimeError):
     """A tensor of a dtype the kernel does not take: a TypeError, and a
     RuntimeError as torch's (NotImplementedError, "expected scalar type")."""
+
+
+class ArgumentTypeError(TypeError, RuntimeError):
+    """An argument of the wrong kind where torch raises RuntimeError (a
+    custom op's argument against its schema, set_num_threads(2.5)): a
+    TypeError by Python's convention, and a RuntimeError as torch's."""
+
+
+class OutOfMemoryError(MemoryError, RuntimeError):
+    """An allocation that failed: a MemoryError, and a RuntimeError as
+    torch's ("DefaultCPUAllocator: can't allocate memory")."""

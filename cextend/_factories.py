@@ -3,14 +3,15 @@
 Floats default to float32 (as in torch); tensor(ndarray) and from_numpy
 keep the array's dtype.
 """
+import math
 import numbers
 
 import numpy as np
 
 from cextend._scalars import checked_scalar
-from cextend import _dtype, _random
+from cextend import _dtype, _random, _sizes
 from cextend._errors import ArgumentError
-from cextend.tensor import Tensor, _new_sizes, _wrap
+from cextend.tensor import Tensor, _allocating, _new_sizes, _wrap
 from cextend._memory_format import empty_as
 from cextend._device import DeviceArray
 from cextend.device import as_device
@@ -51,6 +52,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         except ValueError as error:
             raise ValueError("tensor(): could not make a tensor from %r: %s" % (data, error)) from None
         kind = array.dtype.kind
+        if kind == "u" or kind == "O" and _holds_ints(data):
+            # Python ints past int64: numpy made uint64 (which would wrap) or objects
+            array, kind = _big_ints(data, dtype), "f"
         if kind not in "fiub":
             raise TypeError("tensor(): data must be numbers (or nested lists of numbers), got %s"
                             % type(data).__name__)
@@ -62,6 +66,24 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if dtype is not None:
         array = array.astype(_numpy_dtype(dtype))
     return _finish(array, requires_grad, device)
+
+
+def _holds_ints(data):
+    if isinstance(data, (list, tuple)):
+        return all(_holds_ints(d) for d in data)
+    return isinstance(data, numbers.Integral)
+
+
+def _big_ints(data, dtype):
+    """data holding a Python int outside int64: float values for a floating
+    dtype (as torch converts them), else the ArgumentError torch's
+    ValueError is ("Overflow when unpacking long long")."""
+    if dtype is not None and _numpy_dtype(dtype).kind in "fc":
+        return np.array(data, dtype=np.float64)
+    flat = np.ravel(np.array(data, dtype=object))
+    value = next(int(v) for v in flat if not _sizes.in_int64(int(v)))
+    raise ArgumentError("tensor(): %d is outside int64's range (from -2**63 to 2**63 - 1); give a floating "
+                        "dtype to keep it as a float" % value)
 
 
 def _holds_tensors(data):
@@ -110,7 +132,8 @@ def _check_device(device):
 
 def _filled(make, size, dtype, requires_grad, device):
     _check_device(device)
-    return _finish(make(_new_sizes(size), _numpy_dtype(dtype)), requires_grad, device)
+    sizes = _new_sizes(size)
+    return _finish(_allocating(make.__name__, sizes, make, sizes, _numpy_dtype(dtype)), requires_grad, device)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -133,8 +156,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
             dtype = _dtype.bool
         elif isinstance(fill_value, numbers.Integral):
             dtype = _dtype.int64
-    return _filled(lambda s, d: np.full(s, checked_scalar(fill_value, d), d), (size,), dtype, requires_grad,
-                   device)
+    def full(s, d):
+        return np.full(s, checked_scalar(fill_value, d), d)
+    return _filled(full, (size,), dtype, requires_grad, device)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -142,7 +166,8 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
     rng = generator or _random.generator()
-    draw = rng.standard_normal(_new_sizes(size), dtype=np.float64).astype(numpy_dtype)
+    sizes = _new_sizes(size)
+    draw = _allocating("randn", sizes, lambda: rng.standard_normal(sizes, dtype=np.float64).astype(numpy_dtype))
     return _finish(draw, requires_grad, device)
 
 
@@ -150,7 +175,8 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
     rng = generator or _random.generator()
-    return _finish(rng.random(_new_sizes(size)).astype(numpy_dtype), requires_grad, device)
+    sizes = _new_sizes(size)
+    return _finish(_allocating("rand", sizes, lambda: rng.random(sizes).astype(numpy_dtype)), requires_grad, device)
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None,
@@ -166,7 +192,8 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
         raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high))
     _check_device(device)
     rng = generator or _random.generator()
-    return _finish(rng.integers(low, high, _new_sizes((size,))).astype(_numpy_dtype(dtype, _dtype.int64)),
+    sizes, numpy_dtype = _new_sizes((size,)), _numpy_dtype(dtype, _dtype.int64)
+    return _finish(_allocating("randint", sizes, lambda: rng.integers(low, high, sizes).astype(numpy_dtype)),
                    requires_grad, device)
 
 
@@ -178,10 +205,24 @@ def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False):
 
 def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False):
     """A random permutation of 0..n-1 (int64 by default)."""
+    n = _int_argument(n, "n", "randperm")
     if n < 0:
-        raise RuntimeError("n must be non-negative, got%d" % n)
+        raise ArgumentError("randperm(): n must be non-negative, got %d" % n)
+    sizes = _new_sizes((n,))
     rng = generator or _random.generator()
-    return _finish(rng.permutation(n).astype(_numpy_dtype(dtype, _dtype.int64)), requires_grad, device)
+    numpy_dtype = _numpy_dtype(dtype, _dtype.int64)
+    return _finish(_allocating("randperm", sizes, lambda: rng.permutation(n).astype(numpy_dtype)), requires_grad,
+                   device)
+
+
+def _int_argument(value, name, op):
+    """An int argument (a 0-d integral Tensor too): TypeError for another
+    kind, ArgumentError (torch: ValueError) outside int64."""
+    if isinstance(value, Tensor) and value._data.ndim == 0 and value._data.dtype.kind in "iu":
+        value = int(value._data)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s(): argument '%s' must be int, not %s" % (op, name, type(value).__name__))
+    return _sizes.int64(int(value), name, op)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None):
@@ -194,7 +235,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None
                             "when mean and std are numbers")
         if std < 0:
             raise RuntimeError("normal expects std >= 0.0, but found std %g" % std)
-        return _wrap(rng.normal(mean, std, _new_sizes((size,))).astype(_numpy_dtype(dtype)))
+        sizes, numpy_dtype = _new_sizes((size,)), _numpy_dtype(dtype)
+        return _wrap(_allocating("normal", sizes, lambda: rng.normal(mean, std, sizes).astype(numpy_dtype)))
     ref = mean if mean_t else std
     m = mean._data if mean_t else mean
     sd = std._data if std_t else std
@@ -205,27 +247,59 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None
     return _wrap(np.asarray(draw, ref._data.dtype if ref._data.dtype.kind == "f" else _numpy_dtype(None)))
 
 
+def _range_bounds(op, start, end, step):
+    """(start, end, step) as Python numbers, checked as torch checks them:
+    numbers (TypeError), finite, a non-zero step pointing from start to end
+    (RuntimeError); ints within int64."""
+    values = []
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, Tensor):
+            v = v.item()
+        if not isinstance(v, numbers.Real):
+            raise TypeError("%s(): argument '%s' must be a number, not %s" % (op, name, type(v).__name__))
+        if isinstance(v, numbers.Integral):
+            v = _sizes.int64(int(v), name, op)
+        values.append(v)
+    start, end, step = values
+    for name, v in zip(("start", "end", "step"), values):
+        if not math.isfinite(v):
+            raise ArgumentError("%s(): argument '%s' must be finite, got %s (the range %s -> %s, step %s)"
+                                % (op, name, v, start, end, step))
+    if step == 0:
+        raise ArgumentError("%s(): argument 'step' must be nonzero" % op)
+    if (end - start) * step < 0:
+        raise ArgumentError("%s(): upper bound and larger bound inconsistent with step sign (start %s, end %s, "
+                            "step %s)" % (op, start, end, step))
+    return start, end, step
+
+
+def _range_count(op, start, end, step, round_up):
+    """How many values a range holds, refused (ArgumentError) when it is more
+    than memory can address (torch: RuntimeError)."""
+    span = (end - start) / step
+    if not span <= _sizes.MAX_ELEMENTS:
+        raise ArgumentError("%s(): the range %s -> %s (step %s) would have %.6g elements, more than memory "
+                            "can address" % (op, start, end, step, span))
+    return max(int(math.ceil(span) if round_up else math.floor(span) + 1), 0)
+
+
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     if end is None:
         start, end = 0, start
-    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if not all(np.isfinite(float(v)) for v in (start, end, step)):
-        raise ArgumentError("arange(): the range %s -> %s (step %s) is not finite" % (start, end, step))
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    start, end, step = _range_bounds("arange", start, end, step)
     _check_device(device)
+    integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
     if dtype is None:
-        integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
         dtype = _dtype.int64 if integral else _dtype.DEFAULT_FLOAT
     numpy_dtype = _numpy_dtype(dtype)
-    count = int(np.ceil((end - start) / step))
-    # torch: start + i * step in double, then cast (not numpy's accumulated steps)
-    values = start + np.arange(max(count, 0), dtype=np.float64) * step
-    if numpy_dtype.kind in "iu" and all(isinstance(v, numbers.Integral) for v in (start, end, step)):
-        values = start + np.arange(max(count, 0), dtype=np.int64) * step
-    return _finish(values.astype(numpy_dtype), requires_grad, device)
+    count = _range_count("arange", start, end, step, round_up=True)
+
+    def values():
+        # torch: start + i * step in double, then cast (not numpy's accumulated steps)
+        if numpy_dtype.kind in "iu" and integral:
+            return (start + np.arange(count, dtype=np.int64) * step).astype(numpy_dtype)
+        return (start + np.arange(count, dtype=np.float64) * step).astype(numpy_dtype)
+    return _finish(_allocating("arange", (count,), values), requires_grad, device)
 
 
 def range(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -237,41 +311,57 @@ def range(start, end=None, step=1, dtype=None, device=None, requires_grad=False)
                   "which produces values in [start, end).", UserWarning, stacklevel=2)
     if end is None:
         start, end = 0, start
+    start, end, step = _range_bounds("range", start, end, step)
     _check_device(device)
-    count = int(np.floor((end - start) / step)) + 1
-    values = start + step * np.arange(max(count, 0))
-    return _finish(values.astype(_numpy_dtype(dtype)), requires_grad)
+    count = _range_count("range", start, end, step, round_up=False)
+    numpy_dtype = _numpy_dtype(dtype)
+    return _finish(_allocating("range", (count,), lambda: (start + step * np.arange(count)).astype(numpy_dtype)),
+                   requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """steps values from start to end, computed as torch does: from start for
     the first half and back from end for the second, in the output dtype."""
+    return _finish(_linspace("linspace", start, end, steps, dtype, device), requires_grad, device)
+
+
+def _linspace(op, start, end, steps, dtype, device=None):
+    steps = _int_argument(steps, "steps", op)
     if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
+        raise ArgumentError("%s(): number of steps must be non-negative, got %d" % (op, steps))
+    sizes = _new_sizes((steps,))
     _check_device(device)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     numpy_dtype = _numpy_dtype(dtype)
     work = numpy_dtype if numpy_dtype.kind == "f" else np.dtype(np.float64)
-    if steps == 1:
-        values = np.full(1, start, work)
-    else:
+
+    def values():
+        if steps == 1:
+            return np.full(1, start, work).astype(numpy_dtype)
         index = np.arange(steps)
         step = (work.type(end) - work.type(start)) / work.type(max(steps - 1, 1))
         halfway = steps // 2
-        values = np.where(index < halfway, work.type(start) + step * index.astype(work),
-                          work.type(end) - step * (steps - index - 1).astype(work))
-    return _finish(values.astype(numpy_dtype), requires_grad, device)
+        return np.where(index < halfway, work.type(start) + step * index.astype(work),
+                        work.type(end) - step * (steps - index - 1).astype(work)).astype(numpy_dtype)
+    return _allocating(op, sizes, values)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None):
     numpy_dtype = _numpy_dtype(dtype)
-    exponents = linspace(start, end, steps, dtype=_dtype.float64)._data
+    exponents = _linspace("logspace", start, end, steps, _dtype.float64, device)
     return _finish(np.power(base, exponents).astype(numpy_dtype), requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    n = _int_argument(n, "n", "eye")
+    m = n if m is None else _int_argument(m, "m", "eye")
+    for name, value in (("n", n), ("m", m)):
+        if value < 0:
+            raise ArgumentError("eye(): %s must be non-negative, got %d" % (name, value))
+    sizes = _new_sizes((n, m))
     _check_device(device)
-    return _finish(np.eye(n, m, dtype=_numpy_dtype(dtype)), requires_grad)
+    numpy_dtype = _numpy_dtype(dtype)
+    return _finish(_allocating("eye", sizes, np.eye, n, m, 0, numpy_dtype), requires_grad)
 
 
 def _like(make, t, dtype, requires_grad, device=None, memory_format=None):
@@ -279,7 +369,10 @@ def _like(make, t, dtype, requires_grad, device=None, memory_format=None):
         raise TypeError("expected a Tensor as input, got %s" % type(t).__name__)
     numpy_dtype = t._data.dtype if dtype is None else _numpy_dtype(dtype)
     on_device = device if device is not None else ("cuda" if t.is_cuda else None)
-    return _finish(_laid_out_like(make(t._data.shape, numpy_dtype), t, memory_format), requires_grad, on_device)
+    shape = t._data.shape
+    values = _allocating(make.__name__ + "_like", shape,
+                         lambda: _laid_out_like(make(shape, numpy_dtype), t, memory_format))
+    return _finish(values, requires_grad, on_device)
 
 
 def _laid_out_like(values, t, memory_format):
@@ -305,7 +398,9 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, d: np.full(s, fill_value, d), input, dtype, requires_grad, device, memory_format)
+    def full(s, d):
+        return np.full(s, fill_value, d)
+    return _like(full, input, dtype, requires_grad, device, memory_format)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):

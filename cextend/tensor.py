@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-from cextend._errors import ArgumentError
+from cextend import _sizes as _limits
 
 from cextend import _dtype, _random
 from cextend._device import DeviceArray
@@ -87,7 +87,8 @@ def _wrap(array, requires_grad=False):
 
 
 def _sizes(args, what="size"):
-    """Sizes given as ints, or as one tuple/list/Size."""
+    """Sizes given as ints, or as one tuple/list/Size: each an int within
+    int64 (torch: TypeError otherwise), at most 64 of them."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     sizes = []
@@ -96,31 +97,33 @@ def _sizes(args, what="size"):
             s = int(s._data)
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
             raise TypeError("%s must be a tuple of ints, but got %s" % (what, type(s).__name__))
-        sizes.append(int(s))
+        s = int(s)
+        if not _INT64_MIN <= s <= _INT64_MAX:
+            raise TypeError("%s must be a tuple of ints within int64's range, but element %d is %d"
+                            % (what, len(sizes), s))
+        sizes.append(s)
+    if len(sizes) > _MAX_DIMS:
+        _limits.check_ndim(sizes, what)
     return tuple(sizes)
 
 
-# More elements than any buffer can hold (numpy's limit is bytes < 2**63;
-# 16 bytes covers every dtype's itemsize).
-_MAX_ELEMENTS = (2 ** 63 - 1) // 16
+_INT64_MIN, _INT64_MAX, _MAX_DIMS = _limits.INT64_MIN, _limits.INT64_MAX, _limits.MAX_DIMS
 
 
 def _new_sizes(args, what="size"):
     """The sizes of a tensor about to be made: _sizes, each non-negative, and
     not more elements than memory can address (torch raises RuntimeError
     for both; so does this, as an ArgumentError)."""
-    sizes = _sizes(args, what)
-    for s in sizes:
-        if s < 0:
-            raise ArgumentError("cannot make a tensor with a negative dimension (%d) in its size %s"
-                                % (s, list(sizes)))
-    count = 1
-    for s in sizes:
-        count *= s
-    if count > _MAX_ELEMENTS:
-        raise ArgumentError("a tensor of size %s would have %d elements, more than memory can address"
-                            % (list(sizes), count))
-    return sizes
+    return _limits.new_shape(_sizes(args, what), what)
+
+
+def _allocating(op, sizes, make, *args):
+    """make(*args), the allocation of a tensor of `sizes`; a failure is an
+    OutOfMemoryError (a MemoryError, and a RuntimeError as torch's) naming op."""
+    try:
+        return make(*args)
+    except MemoryError as error:
+        raise _limits.out_of_memory(op, error, sizes) from None
 
 
 def _dim(dim, ndim):
@@ -129,6 +132,7 @@ def _dim(dim, ndim):
         raise TypeError("dim must be an int, got %s" % type(dim).__name__)
     size = max(ndim, 1)
     if not -size <= dim < size:
+        _limits.int64(dim, "dim")        # torch: ValueError for a dim outside int64
         raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
                          % (-size, size - 1, dim))
     return int(dim) % size
@@ -165,7 +169,8 @@ class Tensor:
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
             data = np.array(source, dtype=self._default_dtype)
         else:
-            data = np.empty(_new_sizes(args), self._default_dtype)
+            sizes = _new_sizes(args)
+            data = _allocating(type(self).__name__, sizes, np.empty, sizes, self._default_dtype)
         self._init(data, False)
 
     def _init(self, data, requires_grad):
@@ -465,7 +470,8 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
             return _wrap(np.array(source, dtype=self._data.dtype))
-        return _wrap(np.empty(_new_sizes(args), self._data.dtype))
+        sizes = _new_sizes(args)
+        return _wrap(_allocating("new", sizes, np.empty, sizes, self._data.dtype))
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new(np.zeros, size, dtype, requires_grad)
@@ -478,11 +484,15 @@ class Tensor:
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
-        return _wrap(np.full(_new_sizes((size,)), fill_value, numpy_dtype)).requires_grad_(requires_grad)
+        sizes = _new_sizes((size,))
+        return _wrap(_allocating("new_full", sizes, np.full, sizes, fill_value, numpy_dtype)
+                     ).requires_grad_(requires_grad)
 
     def _new(self, make, size, dtype, requires_grad):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
-        return _wrap(make(_new_sizes(size), numpy_dtype)).requires_grad_(requires_grad)
+        sizes = _new_sizes(size)
+        return _wrap(_allocating("new_" + make.__name__, sizes, make, sizes, numpy_dtype)
+                     ).requires_grad_(requires_grad)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         """Fill with samples from U(a, b) from the global generator (see manual_seed)."""

@@ -2,6 +2,7 @@
 import numbers
 
 import numpy as np
+from cextend._errors import ArgumentError
 from cextend.tensor import _wrap
 
 _SCALARS = (int, float, bool)
@@ -82,4 +83,6 @@ def broadcast_error(*shapes):
                 return RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d) at "
                                     "non-singleton dimension %d" % (a[i], b[i], i))
         current = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
-    return RuntimeError("shapes %s cannot be broadcast together" % ", ".join(str(list(s)) for s in shapes))
+    # no clash: numpy refused the size of the result (more than memory can address)
+    return ArgumentError("shapes %s broadcast to a tensor of size %s, more than memory can address"
+                         % (", ".join(str(list(s)) for s in shapes), list(current)))

@@ -29,6 +29,15 @@ from cextend._ops.registry import method, register
 from cextend._promotion import result_type
 from cextend._dtype import from_numpy
 from cextend._promotion import _torch_name
+from cextend import _sizes
+
+
+def _raise_size_error(error, op):
+    """cextend's error for numpy's failure to make the result (too big to lay
+    out, out of memory), instead of numpy's words; nothing for other errors."""
+    translated = _sizes.translated(error, op)
+    if translated is not None:
+        raise translated from None
 
 
 
@@ -86,10 +95,11 @@ class Binary:
                 tensor = a if is_tensor(a) else b
                 value = with_number_layout(value, _cast_layout(tensor._data, rt))
             return value
-        except ValueError:
+        except (ValueError, MemoryError) as error:
             shapes = [x._data.shape for x in (a, b) if is_tensor(x)]
             if len(shapes) == 2:
                 broadcast_shapes(*shapes)       # raises torch's RuntimeError if that was it
+            _raise_size_error(error, self.name)
             raise
 
     def _node(self, a, b):
@@ -122,9 +132,10 @@ class Binary:
                 token = silence()
                 try:
                     value = self.compute(data, raw)
-                except ValueError:
+                except (ValueError, MemoryError) as error:
                     if raw.__class__ is np.ndarray:
                         broadcast_shapes(data.shape, raw.shape)
+                    _raise_size_error(error, self.name)
                     raise
                 finally:
                     restore(token)

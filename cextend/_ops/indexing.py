@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from cextend import _sizes as _limits
 from cextend._overlap import check_no_overlap, check_no_partial, same_layout
 from cextend._scalars import checked_scalar
 from cextend._device import DeviceArray
@@ -150,6 +151,7 @@ def _check_steps(x, parts):
             dim += 1
         elif p is not None:
             if bounded and _is_int(p) and dim < len(shape) and not -shape[dim] <= p < shape[dim]:
+                _limits.int64(p, "index")       # torch: ValueError outside int64
                 raise IndexError("index %d is out of bounds for dimension %d with size %d" % (p, position, shape[dim]))
             dim += 1
 

@@ -314,15 +314,20 @@ def _add_scaled_product(name, node_cls, input, m1, m2, beta, alpha, product):
                            % (name, x.dtype.name, m2.dtype.name))
     if product.dtype.kind in "iu":
         beta, alpha = int(beta), int(alpha)     # torch casts the scalars to the integer type (truncates)
+    if x._data.shape != product.shape:       # checked before numpy broadcasts (its error names no op)
+        try:
+            fits = np.broadcast_shapes(x._data.shape, product.shape) == product.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise RuntimeError("%s: the input of shape %s cannot be broadcast to the product's shape %s"
+                               % (name, list(x._data.shape), list(product.shape)))
     if beta == 0:
         data = product if alpha == 1 else product * alpha
         data = np.broadcast_to(data, np.broadcast_shapes(x._data.shape, data.shape)).copy()
     else:
         scaled = x._data if beta == 1 else x._data * beta
         data = scaled + (product if alpha == 1 else product * alpha)
-    if np.broadcast_shapes(x._data.shape, product.shape) != product.shape:
-        raise RuntimeError("%s: the input of shape %s cannot be broadcast to the product's shape %s"
-                           % (name, list(x._data.shape), list(product.shape)))
     result = _wrap(np.asarray(data, product.dtype))
     if rec.needs_grad(x, m1, m2):
         node = rec.record(node_cls, (x, m1, m2), result)
@@ -474,7 +479,7 @@ def _check_linear(x, w, b):
         if b._data.dtype != x._data.dtype:
             raise RuntimeError("linear: bias must have the input's dtype %s, got %s" % (x.dtype.name, b.dtype.name))
         if b._data.ndim > 1 or b._data.shape not in ((m,), (1,), ()):
-            raise RuntimeError("linear: bias of shape %s does not fit an output of %d features"
+            raise RuntimeError("linear: bias of shape %s cannot be broadcast to an output of %d features"
                                % (list(b._data.shape), m))
 
 

@@ -20,7 +20,9 @@ from cextend._ops._nn_checks import cast_error, functional_call, host_tensor, re
 from cextend._ops.registry import register
 from cextend.autograd import grad_mode
 from cextend.tensor import _wrap as _new_tensor
-from cextend.tensor import _dim
+from cextend.tensor import _allocating, _dim, _sizes as _int_sizes
+from cextend import _sizes
+from cextend._errors import ArgumentError
 from cextend._ops.arithmetic import div
 
 
@@ -116,7 +118,7 @@ def _normalized_shape(normalized_shape):
     if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
                         "not int")
-    return tuple(int(s) for s in normalized_shape)
+    return _int_sizes((normalized_shape,), "normalized_shape")
 
 
 def _check_parameter(p, name, x, shape):
@@ -176,8 +178,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 # -- dropout -------------------------------------------------------------------------------------
 
 def _check_p(p):
-    if p < 0.0 or p > 1.0:
+    if p < 0.0 or p > 1.0:          # torch.nn.functional's own check: a ValueError
         raise ValueError("dropout probability has to be between 0 and 1, but got %s" % (p,))
+    if p != p:                      # NaN passes that; torch's kernel refuses it with a RuntimeError
+        raise ArgumentError("dropout probability has to be between 0 and 1, but got %s" % (p,))
 
 
 def _dropout(x, p, training, inplace, noise_shape):
@@ -391,6 +395,9 @@ def one_hot(tensor, num_classes=-1):
     t = host_tensor(tensor, "one_hot", "tensor")
     if t._data.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
+        raise TypeError("one_hot(): argument 'num_classes' must be int, not %s" % type(num_classes).__name__)
+    num_classes = _sizes.int64(int(num_classes), "num_classes", "one_hot")
     data = t._data
     if num_classes == -1:
         if data.size == 0:
@@ -403,7 +410,8 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     elif num_classes < 0:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = np.zeros(data.shape + (num_classes,), np.int64)
+    shape = _sizes.new_shape(data.shape + (num_classes,), "size", "one_hot")
+    out = _allocating("one_hot", shape, np.zeros, shape, np.int64)
     if data.size:
         np.put_along_axis(out, data[..., None], 1, -1)
     return _wrap(out)

@@ -10,7 +10,8 @@ from cextend._ops.registry import Sample, method, register
 from cextend.tensor import _wrap as _new_tensor
 from cextend._memory_format import contiguous_format
 from cextend._ops.gather_scatter import index_add
-from cextend.tensor import _dim, _new_sizes, _sizes, _wrap as wrap
+from cextend.tensor import _allocating, _dim, _sizes, _wrap as wrap
+from cextend import _sizes as _limits
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -76,6 +77,8 @@ _RollNode = rec.node_class("RollBackward", lambda node, g: roll(g, tuple(-s for 
 def roll(input, shifts, dims=None):
     x = require_tensor(input, "roll")
     shifts_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    for shift in shifts_t:
+        _limits.int64(shift, "shifts", "roll")
     if dims is None:
         if len(shifts_t) != 1:
             raise RuntimeError("roll: shifts and dims must align. shifts: %d, dims: 0" % len(shifts_t))
@@ -119,23 +122,23 @@ _RepeatNode = rec.node_class("RepeatBackward", _repeat_backward)
 
 def repeat(self, *sizes):
     repeats = _sizes(sizes, "repeats")
+    result = None
     if len(repeats) >= self._data.ndim:      # the result's size: refused if negative or unaddressable
-        _new_sizes(tuple(r * s for r, s in zip(repeats, (1,) * (len(repeats) - self._data.ndim)
-                                               + self._data.shape)))
+        result = _limits.new_shape(tuple(r * s for r, s in zip(repeats, (1,) * (len(repeats) - self._data.ndim)
+                                                               + self._data.shape)), "size", "repeat")
     if len(repeats) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    data = np.tile(self._data, repeats)
-    t = _wrap(np.array(data, order="C"))
+    t = _wrap(_allocating("repeat", result, lambda: np.array(np.tile(self._data, repeats), order="C")))
     if rec.needs_grad(self):
         node = rec.record(_RepeatNode, (self,), t)
         node.repeats, node.in_shape = repeats, self._data.shape
     return t
 
 
-def tile(input, dims):
+def tile(input, dims, *more):
     x = require_tensor(input, "tile")
-    dims = tuple(dims)
+    dims = _sizes((dims,) + more if more or not isinstance(dims, (tuple, list)) else (dims,), "dims")
     if len(dims) < x._data.ndim:
         dims = (1,) * (x._data.ndim - len(dims)) + dims
     return repeat(x, dims)
@@ -165,6 +168,7 @@ def _repeat_each(x, repeats, dim):
     view: the result is a view (of that clone) with torch's history."""
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
+    _limits.int64(repeats, "repeats", "repeat_interleave")
     source = x.flatten() if dim is None else x
     d = _dim(dim, source.dim()) if dim is not None else 0
     if source.dim() == 0:
@@ -174,7 +178,9 @@ def _repeat_each(x, repeats, dim):
     sizes[d + 1] = repeats
     shape = list(source.shape)
     shape[d] *= repeats
-    return spread.expand(sizes).clone(memory_format=contiguous_format).view(shape)
+    _limits.new_shape(shape, "size", "repeat_interleave")
+    return _allocating("repeat_interleave", shape,
+                       lambda: spread.expand(sizes).clone(memory_format=contiguous_format).view(shape))
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
@@ -190,8 +196,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("repeats must have the same size as input along dim")
     if (counts < 0).any():
         raise RuntimeError("repeats can not be negative")
-    index = np.repeat(np.arange(data.shape[d]), counts)
-    t = _wrap(np.take(data, index, axis=d))
+    total = int(counts.sum(dtype=object)) if counts.size else 0
+    _limits.new_shape(data.shape[:d] + (total,) + data.shape[d + 1:], "size", "repeat_interleave")
+
+    def repeated():
+        index = np.repeat(np.arange(data.shape[d]), counts)
+        return index, np.take(data, index, axis=d)
+    index, values = _allocating("repeat_interleave", None, repeated)
+    t = _wrap(values)
     if rec.needs_grad(x):
         node = rec.record(_RepeatInterleaveNode, (x,), t)
         node.dim, node.index, node.in_shape, node.orig_shape = d, index, data.shape, x._data.shape
@@ -202,6 +214,12 @@ register("repeat_interleave", repeat_interleave, family="rearrange", gradcheck=F
          samples=lambda rng: iter([Sample(rng.standard_normal((2, 3)), 2, 1)]))
 
 
+def _clamped(diagonal, rows, cols):
+    """diagonal moved into [-rows - 1, cols + 1], which keeps the same
+    triangle, so numpy's index arithmetic cannot overflow (tril(2**62))."""
+    return max(-rows - 1, min(diagonal, cols + 1))
+
+
 def _triangle(op, keep):
     node_cls = rec.node_class(op.capitalize() + "Backward", lambda node, g: _tri(g, node.diagonal, keep, op))
 
@@ -209,7 +227,7 @@ def _triangle(op, keep):
         if x._data.ndim < 2:
             raise RuntimeError("%s: input tensor must have at least 2 dimensions" % name)
         rows, cols = x._data.shape[-2:]
-        mask = keep(np.ones((rows, cols), bool), diagonal)
+        mask = keep(np.ones((rows, cols), bool), _clamped(diagonal, rows, cols))
         t = _wrap(np.where(mask, x._data, x._data.dtype.type(0)))
         if rec.needs_grad(x):
             node = rec.record(node_cls, (x,), t)
@@ -221,6 +239,7 @@ def _triangle(op, keep):
         if isinstance(diagonal, bool) or not isinstance(diagonal, int):
             raise TypeError("%s(): argument 'diagonal' (position 1) must be int, not %s"
                             % (op, type(diagonal).__name__))
+        _limits.int64(diagonal, "diagonal", op)
         t = _tri(x, diagonal, keep, op)
         return t if out is None else _out.finish_out(out, t, op, x, strict="c_type")
     def triangle_(self, diagonal=0):
@@ -230,6 +249,7 @@ def _triangle(op, keep):
         if isinstance(diagonal, bool) or not isinstance(diagonal, int):
             raise TypeError("%s_(): argument 'diagonal' (position 1) must be int, not %s"
                             % (op, type(diagonal).__name__))
+        _limits.int64(diagonal, "diagonal", op + "_")
         if x._data.ndim < 2:
             raise RuntimeError("%s: input tensor must have at least 2 dimensions" % op)
         recording = rec.prepare_inplace(x, (), check_overlap=False)
@@ -238,7 +258,7 @@ def _triangle(op, keep):
             node = rec.connect(rec.new_node(node_cls), (x,))
             node.diagonal = diagonal
         rows, cols = x._data.shape[-2:]
-        x._data[..., ~keep(np.ones((rows, cols), bool), diagonal)] = 0
+        x._data[..., ~keep(np.ones((rows, cols), bool), _clamped(diagonal, rows, cols))] = 0
         return rec.finish_inplace(x, node)
 
     triangle.__name__ = op

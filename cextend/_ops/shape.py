@@ -15,6 +15,7 @@ from cextend.autograd import views
 from cextend.tensor import _alias as _same_memory, _wrap
 from cextend import _dtype
 from cextend._errors import ArgumentError
+from cextend import _sizes as _limits
 from cextend._device import _unsupported
 from cextend._ops._operands import broadcast_shapes
 from cextend._ops.joining import cat, stack
@@ -75,6 +76,8 @@ def _infer(shape, numel):
         shape[unknown[0]] = numel // known
     if math.prod(shape) != numel:
         raise RuntimeError("shape '%s' is invalid for input of size %d" % (list(shape), numel))
+    if numel == 0 and 0 in shape:
+        _limits.check_count(shape, "shape")       # (2**40, 2**40, 0): numpy cannot lay it out
     return tuple(shape)
 
 
@@ -376,6 +379,7 @@ def _expand_shape(x, sizes):
                                "at non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s"
                                % (s, current, i, list(sizes), list(x._data.shape)))
         shape.append(s)
+    _limits.check_count(shape, "size", "expand", x._data.dtype.itemsize)     # numpy's limit on a view
     return tuple(shape)
 
 
@@ -525,7 +529,7 @@ def _narrow_index(value, name):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError("narrow(): argument '%s' must be int or a 0-dim integral Tensor, not %s"
                         % (name, type(value).__name__))
-    return int(value)
+    return _limits.int64(int(value), name, "narrow")
 
 
 register("narrow", narrow, samples=lambda rng: iter([Sample(rng.standard_normal((4, 5)), 1, 1, 3),
@@ -541,6 +545,7 @@ def select(input, dim, index):
     d = _dim(dim, n)
     size = x._data.shape[d]
     if not -size <= index < size:
+        _limits.int64(index, "index", "select")        # torch: ValueError outside int64
         raise IndexError("select(): index %d out of range for tensor of size %s at dimension %d"
                          % (index, list(x._data.shape), d))
     index = index % size
@@ -555,6 +560,7 @@ register("select", select, samples=lambda rng: iter([Sample(rng.standard_normal(
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     x = require_tensor(input, "diagonal")
+    _limits.int64(offset, "offset", "diagonal")
     n = x._data.ndim
     d1, d2 = _dim(dim1, n), _dim(dim2, n)
     if d1 == d2:
@@ -623,7 +629,7 @@ def split(tensor, split_size_or_sections, dim=0):
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
+        step = _limits.int64(split_size_or_sections, "split_size", "split")
         if step <= 0 and size:
             raise RuntimeError("split_size can only be 0 if dimension size is 0, but got dimension size "
                                "of %d" % size)
@@ -644,6 +650,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     x = require_tensor(input, "chunk")
+    _limits.int64(chunks, "chunks", "chunk")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     size = x._data.shape[_dim(dim, x._data.ndim)]

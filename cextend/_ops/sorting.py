@@ -4,6 +4,8 @@ first descending) and equal values keep their order (stable), as torch's
 CPU sort does; the value gradients go back to the selected indices."""
 import numpy as np
 
+from cextend import _sizes as _limits
+
 from cextend.autograd import record as rec
 from cextend._ops import _out
 from cextend._ops._layout import empty_like_preserve
@@ -124,6 +126,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     d = _dim(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if not 0 <= k <= size:
+        _limits.int64(k, "k", "topk")      # torch: ValueError outside int64
         raise RuntimeError("selected index k out of range")
     order = sort_order(x._data, d, largest)
     if x._data.ndim:
@@ -184,6 +187,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     d = _dim(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
+        _limits.int64(k, "k", "kthvalue")      # torch: ValueError outside int64
         raise RuntimeError("kthvalue(): selected number k out of range for dimension %d" % d)
     return _with_out(_kth(x, k, d, keepdim, "kthvalue", _KthvalueNode), out, "kthvalue", x)
 

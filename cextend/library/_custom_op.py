@@ -10,8 +10,11 @@
     scale.register_autograd(lambda ctx, g: (g * ctx.alpha, None),
                             setup_context=lambda ctx, inputs, output: setattr(ctx, "alpha", inputs[1]))
 
-Calling the op binds its arguments to the function's signature, picks the
-kernel for the tensors' device, and runs it with grad mode off.  When grad
+Calling the op binds its arguments to the function's signature, checks
+each against its schema type as torch's dispatcher does (a string for a
+float is a RuntimeError naming the op, the argument and the type, not a
+failure deep in the kernel), picks the kernel for the tensors' device, and
+runs it with grad mode off.  When grad
 mode is on and an input requires grad, the call is recorded through a
 Function subclass made for the op (GeneratedBackwardFor_<ns>_<name>_default,
 as torch names it), whose backward is the registered formula.  Tensors named
@@ -24,7 +27,9 @@ import numpy as np
 
 from cextend.autograd import Function
 from cextend.autograd.grad_mode import is_grad_enabled, no_grad
-from cextend.library._schema import UNKNOWN_MUTATES, infer_schema, param_schema_types, resolved_annotations
+from cextend._errors import ArgumentError, ArgumentTypeError
+from cextend.library._schema import (UNKNOWN_MUTATES, argument_checks, describe_value, infer_schema,
+                                     param_schema_types, resolved_annotations)
 from cextend.tensor import Tensor
 
 OPDEFS = {}
@@ -79,6 +84,10 @@ class CustomOpDef:
                                  if p.kind != inspect.Parameter.KEYWORD_ONLY)
         self._keyword_only = tuple(n for n, p in self._signature.parameters.items()
                                    if p.kind == inspect.Parameter.KEYWORD_ONLY)
+        checks = argument_checks(schema)
+        self._argument_checks = tuple((name, position, checks[name])
+                                      for position, name in enumerate(self._signature.parameters)
+                                      if name in checks)
         self._backend_fns = {}
         self._abstract_fn = None
         self._setup_context_fn = None
@@ -136,6 +145,26 @@ class CustomOpDef:
         return (tuple(bound.arguments[n] for n in self._positional),
                 {n: bound.arguments[n] for n in self._keyword_only})
 
+    def _check_arguments(self, positional, keyword_only):
+        """Each argument against its schema type, as torch's dispatcher converts
+        them: a RuntimeError (and a TypeError) naming the op, the argument and
+        the type, before the kernel runs."""
+        count = len(positional)
+        schema = self._schema if not self._schema.startswith("(") else self._qualname + self._schema
+        for name, position, check in self._argument_checks:
+            value = positional[position] if position < count else keyword_only[name]
+            ok = check(value)
+            if ok is True:
+                continue
+            if ok == "range":
+                raise ArgumentError("%s(): argument '%s' (position %d) must be an int within int64 (schema type "
+                                    "'%s'), but got %s; schema: %s"
+                                    % (self._qualname, name, position, check.schema_type, describe_value(value),
+                                       schema))
+            raise ArgumentTypeError("%s(): argument '%s' (position %d) must be %s (schema type '%s'), but got %s; "
+                                    "schema: %s" % (self._qualname, name, position, check.expected,
+                                                    check.schema_type, describe_value(value), schema))
+
     def _tensors(self, positional):
         """Every Tensor among the arguments (list arguments flattened)."""
         found = []
@@ -159,6 +188,7 @@ class CustomOpDef:
 
     def __call__(self, *args, **kwargs):
         positional, keyword_only = self._bind(args, kwargs)
+        self._check_arguments(positional, keyword_only)
         kernel = self._kernel(positional)
         tensors = self._tensors(positional)
         if is_grad_enabled() and any(t.requires_grad for _, t in tensors):
@@ -174,6 +204,7 @@ class CustomOpDef:
 
     def _run_fake(self, *args, **kwargs):
         positional, keyword_only = self._bind(args, kwargs)
+        self._check_arguments(positional, keyword_only)
         if self._abstract_fn is None:
             if self._schema.endswith("-> ()") and self._mutated:
                 return None         # torch generates this trivial fake for mutating ops returning nothing

@@ -8,7 +8,12 @@ with cextend's Tensor, dtype and device in place of torch's.
 """
 import collections.abc
 import inspect
+import numbers
+import re
 import typing
+
+import numpy as np
+
 from cextend._dtype import dtype
 from cextend.device import device
 from cextend.tensor import Tensor
@@ -153,3 +158,146 @@ def param_schema_types(signature):
     """{name: schema type, or None if its annotation is missing or unsupported (a given schema=)}."""
     param_types, _ = supported_types()
     return {name: param_types.get(p.annotation) for name, p in signature.parameters.items()}
+
+
+# -- checking a call's arguments against the schema ------------------------------------------------
+#
+# torch's dispatcher converts each argument to its schema type before the
+# kernel runs, and refuses one it cannot convert with a RuntimeError naming
+# the op, the argument and the type.  These are the same conversions'
+# acceptance rules (a float argument takes any real number or a one-element
+# Tensor, an int one an integer within int64, a list a list or tuple of
+# them, ...), so a string for a float fails at the call, not in the kernel.
+
+def schema_params(schema):
+    """[(name, schema type without alias annotations)] of a schema string
+    ("ns::op(Tensor(a0!) x, float y=1.0, *, SymInt n) -> Tensor" or the
+    part after the name)."""
+    head = schema.rsplit("->", 1)[0]
+    start, end = head.find("("), head.rfind(")")
+    if start < 0 or end < start:
+        return []
+    params, depth, quote, current = [], 0, None, []
+    for ch in head[start + 1:end]:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            params.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    params.append("".join(current))
+    result = []
+    for text in params:
+        text = text.split("=", 1)[0].strip()
+        if not text or text == "*":
+            continue
+        type_text, _, name = text.rpartition(" ")
+        result.append((name.strip(), re.sub(r"\([^)]*\)", "", type_text).strip()))
+    return result
+
+
+def _is_int64(value):
+    return -2 ** 63 <= value <= 2 ** 63 - 1
+
+
+def _one_element(value):
+    return isinstance(value, Tensor) and value.numel() == 1
+
+
+def _int_like(value):
+    if isinstance(value, numbers.Integral):         # bool too, as torch's dispatcher takes it
+        return "range" if not _is_int64(int(value)) else True
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biu":
+        return True
+    return _one_element(value)
+
+
+def _float_like(value):
+    if isinstance(value, (numbers.Real, np.bool_)):
+        return True
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
+        return True
+    return _one_element(value)
+
+
+_ELEMENT_CHECKS = {
+    "Tensor": (lambda v: isinstance(v, Tensor), "a Tensor"),
+    "SymInt": (_int_like, "an int"),
+    "int": (_int_like, "an int"),
+    "float": (_float_like, "a float"),
+    "bool": (_float_like, "a bool"),
+    "str": (lambda v: isinstance(v, str), "a str"),
+    "ScalarType": (lambda v: isinstance(v, dtype), "a cextend dtype"),
+    "Device": (lambda v: isinstance(v, (device, str)), "a device (a cextend.device or a string such as 'cpu')"),
+}
+
+_PLURAL = {"a Tensor": "Tensors", "an int": "ints", "a float": "floats",
+           "a bool": "bools", "a str": "strs", "a cextend dtype": "cextend dtypes"}
+
+
+class ArgumentCheck:
+    """What one schema type accepts: check(value) is True, False, or
+    "range" (an int outside int64)."""
+
+    __slots__ = ("schema_type", "expected", "_element", "_optional", "_list", "_optional_elements")
+
+    def __init__(self, schema_type):
+        match = re.fullmatch(r"(\w+)(\?)?(\[\d*\])?(\?)?", schema_type)
+        if match is None or match.group(1) not in _ELEMENT_CHECKS:
+            raise KeyError(schema_type)
+        base, elem_optional, listed, list_optional = match.groups()
+        self.schema_type = schema_type
+        self._element, singular = _ELEMENT_CHECKS[base]
+        self._list = listed is not None
+        self._optional_elements = self._list and elem_optional is not None
+        self._optional = (list_optional if self._list else elem_optional) is not None
+        if self._list:
+            each = _PLURAL.get(singular, singular) + (" or Nones" if self._optional_elements else "")
+            self.expected = "a list (or tuple) of " + each
+        else:
+            self.expected = singular
+        if self._optional:
+            self.expected += " or None"
+
+    def __call__(self, value):
+        if value is None:
+            return self._optional
+        if not self._list:
+            return self._element(value)
+        if isinstance(value, Tensor) and self._element is not _ELEMENT_CHECKS["Tensor"][0]:
+            return value.dim() <= 1         # torch takes a 1-D tensor for an int[] or float[] too
+        if not isinstance(value, (list, tuple)):
+            return False
+        for item in value:
+            ok = (item is None and self._optional_elements) or (item is not None and self._element(item))
+            if ok is not True:
+                return ok
+        return True
+
+
+def argument_checks(schema):
+    """{name: ArgumentCheck} for the schema's parameters whose type is one
+    custom_op infers (others are left to the kernel)."""
+    checks = {}
+    for name, schema_type in schema_params(schema):
+        try:
+            checks[name] = ArgumentCheck(schema_type)
+        except KeyError:
+            pass
+    return checks
+
+
+def describe_value(value):
+    if isinstance(value, Tensor):
+        return "a Tensor of shape %s" % list(value.shape)
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return "%s %s" % (type(value).__name__, text)

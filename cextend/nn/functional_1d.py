@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from cextend import _random
+from cextend import _random, _sizes
 from cextend._memory_format import like_input_format
 from cextend.ops._shapes import pool_output_size
 from cextend._ops._nn_checks import cast_error, torch_name
@@ -39,13 +39,13 @@ def _is_int(value):
 def _int_list(value, op, name, position):
     """torch's int[] argument parsing: an int, or a sequence of ints."""
     if _is_int(value):
-        return [int(value)]
+        return [_sizes.int64(int(value), name, op)]
     if isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
             if not _is_int(v):
                 raise TypeError("%s(): argument '%s' (position %d) must be tuple of ints, but found element of "
                                 "type %s at pos %d" % (op, name, position, type(v).__name__, i))
-        return [int(v) for v in value]
+        return [_sizes.int64(int(v), name, op) for v in value]
     raise TypeError("%s(): argument '%s' (position %d) must be tuple of ints, not %s"
                     % (op, name, position, type(value).__name__))
 
@@ -228,8 +228,15 @@ def _adaptive_max(x4, sizes, op):
         shape = tuple(x4.shape[:-2]) + tuple(sizes)
         raise RuntimeError("Trying to create tensor with negative dimension %d: %s" % (min(sizes), _fmt(shape)))
     _not_floating(x4, "adaptive_max_pool2d")
+    _sizes.check_count(tuple(x4.shape[:-2]) + tuple(sizes), "output size", op)
     unbatched = x4.dim() == 3
-    values, indices = _adaptive_max_pool2d(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
+    try:
+        values, indices = _adaptive_max_pool2d(x4.unsqueeze(0) if unbatched else x4, tuple(sizes))
+    except (MemoryError, ValueError) as error:
+        translated = _sizes.translated(error, op)
+        if translated is None:
+            raise
+        raise translated from None
     if unbatched:       # torch's kernel takes a 3-D input as it is: no view
         return views.forget_base(values.squeeze(0)), views.forget_base(indices.squeeze(0))
     return like_input_format(values, x4), like_input_format(indices, x4)

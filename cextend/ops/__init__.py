@@ -45,7 +45,7 @@ def _linear_operands(x, w, b, x_name="x"):
     _checks.ndim(w, "w", 2, "(M, K)")
     k, m = x.shape[-1], w.shape[0]
     if w.shape[1] != k:
-        raise ValueError("w must have shape (M, K) with K = %s.shape[-1] = %d, got w.shape %s"
+        raise _checks.ArgumentError("w must have shape (M, K) with K = %s.shape[-1] = %d, got w.shape %s"
                          % (x_name, k, w.shape))
     if b is not None:
         _checks.ndim(b, "b", 1, "(M,)")
@@ -97,7 +97,7 @@ def _same_shape_pair(a, b, a_name, b_name):
     _checks.array(a, a_name)
     _checks.array(b, b_name)
     if a.shape != b.shape:
-        raise ValueError("%s and %s must have the same shape, got %s and %s"
+        raise _checks.ArgumentError("%s and %s must have the same shape, got %s and %s"
                          % (a_name, b_name, a.shape, b.shape))
 
 
@@ -152,8 +152,8 @@ def global_max_pool_forward(x):
     dtype = _checks.float_dtype(x=x)
     planes, plane_size = _planes(x.shape, "x")
     if planes > 0 and plane_size == 0:
-        raise ValueError("x has empty (H, W) planes, shape %s: the max of an empty plane is "
-                         "undefined" % (x.shape,))
+        raise _checks.ArgumentError("x has empty (H, W) planes, shape %s: the max of an empty plane is "
+                                    "undefined" % (x.shape,))
     values = np.empty(x.shape[:-2], dtype)
     indices = np.empty(x.shape[:-2], np.int64)
     _backend.global_max_pool_forward(x, planes, plane_size, values, indices)
@@ -164,9 +164,9 @@ def global_max_pool_backward(grad_values, indices, x_shape):
     """grad_x of shape x_shape: zero except grad_values scattered to the argmax indices."""
     _checks.array(grad_values, "grad_values")
     _checks.index_array(indices, "indices")
-    x_shape = tuple(int(d) for d in x_shape)
+    x_shape = _checks.sizes(x_shape, "x_shape")
     if len(x_shape) < 2:
-        raise ValueError("x_shape must have at least 2 dimensions (*, H, W), got %s" % (x_shape,))
+        raise _checks.ArgumentError("x_shape must have at least 2 dimensions (*, H, W), got %s" % (x_shape,))
     dtype = _checks.float_dtype(grad_values=grad_values)
     _checks.shape(grad_values, "grad_values", x_shape[:-2], "x_shape[:-2]")
     _checks.shape(indices, "indices", x_shape[:-2], "x_shape[:-2]")

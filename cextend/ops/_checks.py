@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from cextend import _sizes
 from cextend._errors import ArgumentError, DtypeError  # noqa: F401  (this module's errors, named here too)
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -79,10 +80,39 @@ def real_scalar(value, name):
     return value
 
 
+def sizes(value, name):
+    """A shape argument (a sequence of ints) as a tuple: TypeError for another
+    kind, ArgumentError for a negative size or more elements than memory can
+    address (numpy's own errors name neither the argument nor the problem)."""
+    try:
+        shape = tuple(value)
+    except TypeError:
+        raise TypeError("%s must be a tuple of ints, got %s" % (name, type(value).__name__)) from None
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral):
+            raise TypeError("%s must be a tuple of ints, got an element of type %s" % (name, type(d).__name__))
+    shape = tuple(int(d) for d in shape)
+    for d in shape:
+        if d < 0:
+            raise ArgumentError("%s must not hold a negative size, got %s" % (name, shape))
+    _sizes.check_ndim(shape, name)
+    _sizes.check_count(shape, name)
+    return shape
+
+
+def empty(shape, dtype, op):
+    """np.empty for a kernel's result; a failed allocation is an
+    OutOfMemoryError (a MemoryError and a RuntimeError) naming op."""
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError as error:
+        raise _sizes.out_of_memory(op, error, shape) from None
+
+
 def output(out, name, expected_shape, dtype):
     """A fresh array, or the user's `out` after checking it can take the result."""
     if out is None:
-        return np.empty(expected_shape, dtype=dtype)
+        return empty(expected_shape, dtype, "the output")
     array(out, name)
     if out.dtype != dtype:
         raise DtypeError("%s must have dtype %s, got %s" % (name, dtype, out.dtype))

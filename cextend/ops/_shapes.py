@@ -7,6 +7,7 @@ argument and says what was expected; values torch rejects are rejected.
 """
 import numbers
 
+from cextend import _sizes
 from cextend.ops._checks import ArgumentError
 
 _INT_TYPES = (numbers.Integral,)
@@ -15,7 +16,7 @@ _INT_TYPES = (numbers.Integral,)
 def _int(value, name):
     if isinstance(value, bool) or not isinstance(value, _INT_TYPES):
         raise TypeError("%s must be an int or a tuple of ints, got %s" % (name, type(value).__name__))
-    return int(value)
+    return _sizes.int64(int(value), name)       # torch: ValueError outside int64
 
 
 def pair(value, name, allow_single=True):
@@ -38,6 +39,13 @@ def single(value, name):
             raise ArgumentError("%s must be an int or a tuple of 1 int, got %r" % (name, tuple(value)))
         return _int(value[0], name)
     return _int(value, name)
+
+
+def _output(shape, op):
+    """An output shape checked before it is allocated: more elements than
+    memory can address is an ArgumentError naming the op and the shape."""
+    _sizes.check_count(shape, "output size", op)
+    return shape
 
 
 def _fmt(shape):
@@ -65,7 +73,7 @@ def _conv_params(stride, padding, dilation, groups):
     dilation = pair(dilation, "dilation")
     if isinstance(groups, bool) or not isinstance(groups, _INT_TYPES):
         raise TypeError("groups must be an int, got %s" % type(groups).__name__)
-    groups = int(groups)
+    groups = _sizes.int64(int(groups), "groups")
     if groups <= 0:
         raise ArgumentError("non-positive groups is not supported, got groups=%d" % groups)
     if min(stride) <= 0:
@@ -124,7 +132,7 @@ def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, 
                              % (padded[0], padded[1], span[0], span[1]))
         out = ((padded[0] - span[0]) // stride[0] + 1, (padded[1] - span[1]) // stride[1] + 1)
     geometry = ConvGeometry(stride, pad, dilation, groups, (h, w), out)
-    return geometry, (n, c_out) + tuple(out)
+    return geometry, _output((n, c_out) + tuple(out), "conv2d")
 
 
 def conv_transpose2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, output_padding=0, groups=1,
@@ -167,7 +175,7 @@ def conv_transpose2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, ou
                          "(%d x %d). Output size is too small" % ((h, w) + out))
     # The conv2d whose input gradient this is maps out -> (h, w).
     geometry = ConvGeometry(stride, padding, dilation, groups, out, (h, w))
-    return geometry, (n, c_out) + out
+    return geometry, _output((n, c_out) + out, "conv_transpose2d")
 
 
 # -- pooling -------------------------------------------------------------------------
@@ -214,7 +222,7 @@ def pool2d_window(x_shape, kernel_size, stride, padding, dilation, ceil_mode, op
     if min(out) < 1:
         raise ArgumentError("Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). Output size is "
                          "too small" % (c, h, w, c, out[0], out[1]))
-    return (kernel, stride, padding, dilation), (n, c) + out
+    return (kernel, stride, padding, dilation), _output((n, c) + out, op)
 
 
 def divisor(divisor_override):
@@ -227,7 +235,7 @@ def divisor(divisor_override):
         raise ArgumentError("divisor must be not zero")
     if divisor_override < 0:
         raise ArgumentError("divisor_override must be positive, got %d" % divisor_override)
-    return int(divisor_override)
+    return _sizes.int64(int(divisor_override), "divisor_override")
 
 
 def adaptive_output_shape(x_shape, output_size):
@@ -247,4 +255,4 @@ def adaptive_output_shape(x_shape, output_size):
     if min(sizes) < 0:
         raise ArgumentError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                          "received %s" % (sizes,))
-    return tuple(x_shape[:2]) + sizes
+    return _output(tuple(x_shape[:2]) + sizes, "adaptive_avg_pool2d")

@@ -23,7 +23,7 @@ __all__ = ["conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "con
 
 def conv(x, w, b, geometry, out=None):
     """y = conv2d(x, w) + b for a geometry from conv2d_geometry."""
-    y = np.empty((x.shape[0], w.shape[0]) + tuple(geometry.out_size), x.dtype) if out is None else out
+    y = _checks.empty((x.shape[0], w.shape[0]) + tuple(geometry.out_size), x.dtype, "conv2d") if out is None else out
     if y.size:
         _backend.conv2d_forward(x, w, b, y, geometry.kernel_args())
     return y
@@ -31,7 +31,7 @@ def conv(x, w, b, geometry, out=None):
 
 def conv_input_grad(dy, w, geometry, x_shape):
     """dx of conv(x, w) for x of x_shape: conv_transpose2d(dy, w) without bias."""
-    dx = np.empty(x_shape, dy.dtype)
+    dx = _checks.empty(x_shape, dy.dtype, "conv_transpose2d")
     if dx.size:
         _backend.conv2d_backward(dy, x_shape, None, w, w.shape, dx, None, None, geometry.kernel_args())
     return dx

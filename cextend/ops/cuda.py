@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from cextend._device import DeviceArray, runtime
+from cextend._errors import ArgumentError
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -39,7 +40,7 @@ def linear_forward(x, w, b):
     _float(op, input=x, weight=w, bias=b)
     k, m = x.shape[-1], w.shape[0]
     if w.ndim != 2 or w.shape[1] != k or (b is not None and b.shape != (m,)):
-        raise ValueError("%s: input %s, weight %s and bias %s do not fit (*, K), (M, K), (M,)" % (
+        raise ArgumentError("%s: input %s, weight %s and bias %s do not match (*, K), (M, K), (M,)" % (
             op, x.shape, w.shape, None if b is None else b.shape))
     rows = math.prod(x.shape[:-1])
     y = DeviceArray((rows, m), x.dtype)
@@ -63,7 +64,7 @@ def linear_backward(g, x, w, *, input=True, weight=True, bias=True):
 def add_forward(a, b):
     _float("Add", input1=a, input2=b)
     if a.shape != b.shape:
-        raise ValueError("Add: input1 and input2 must have the same shape, got %s and %s" % (a.shape, b.shape))
+        raise ArgumentError("Add: input1 and input2 must have the same shape, got %s and %s" % (a.shape, b.shape))
     out = DeviceArray(a.shape, a.dtype)
     runtime().add_forward(a, b, out)
     return out
@@ -86,10 +87,10 @@ def mul_constant(x, c):
 def pool_forward(x):
     _float("GlobalMaxPool", input=x)
     if x.ndim < 2:
-        raise ValueError("GlobalMaxPool: input must have at least 2 dimensions (*, H, W), got %s" % (x.shape,))
+        raise ArgumentError("GlobalMaxPool: input must have at least 2 dimensions (*, H, W), got %s" % (x.shape,))
     planes, plane_size = math.prod(x.shape[:-2]), x.shape[-2] * x.shape[-1]
     if planes and not plane_size:
-        raise ValueError("GlobalMaxPool: input has empty (H, W) planes, shape %s" % (x.shape,))
+        raise ArgumentError("GlobalMaxPool: input has empty (H, W) planes, shape %s" % (x.shape,))
     values = DeviceArray(x.shape[:-2], x.dtype)
     indices = DeviceArray(x.shape[:-2], np.int64)
     runtime().pool_forward(x, planes, plane_size, values, indices)

@@ -7,6 +7,8 @@ came from: the two are each other's adjoint.
 """
 import numpy as np
 
+from cextend._errors import ArgumentError
+
 __all__ = ["index_maps", "pad_forward", "pad_backward"]
 
 _NUMPY_MODES = {"reflect": "reflect", "replicate": "edge"}
@@ -20,10 +22,10 @@ def index_maps(height, width, pads, mode):
     left, right, top, bottom = pads
     for size, before, after, dim in ((width, left, right, -1), (height, top, bottom, -2)):
         if mode == "reflect" and max(before, after) >= size:
-            raise ValueError("Padding size should be less than the corresponding input dimension, but got: "
-                             "padding (%d, %d) at dimension %d of input of size %d" % (before, after, dim, size))
+            raise ArgumentError("Padding size should be less than the corresponding input dimension, but got: "
+                                "padding (%d, %d) at dimension %d of input of size %d" % (before, after, dim, size))
         if mode == "replicate" and size == 0 and max(before, after) > 0:
-            raise ValueError("replicate padding needs a non-empty dimension %d" % dim)
+            raise ArgumentError("replicate padding needs a non-empty dimension %d" % dim)
     rows = np.pad(np.arange(height), (top, bottom), mode=_NUMPY_MODES[mode])
     cols = np.pad(np.arange(width), (left, right), mode=_NUMPY_MODES[mode])
     return rows, cols

@@ -21,7 +21,7 @@ def _input(x, name="x"):
 
 
 def _x_shape(x_shape):
-    shape = tuple(int(d) for d in x_shape)
+    shape = _checks.sizes(x_shape, "x_shape")
     if len(shape) != 4:
         raise _checks.ArgumentError("x_shape must be 4-D (N, C, H, W), got %s" % (shape,))
     return shape
@@ -42,8 +42,8 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
     always wins (the last one of a window), else the first maximum."""
     dtype = _input(x)
     window, shape = pool2d_window(x.shape, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    values = np.empty(shape, dtype)
-    indices = np.empty(shape, np.int64)
+    values = _checks.empty(shape, dtype, "max_pool2d")
+    indices = _checks.empty(shape, np.int64, "max_pool2d")
     if values.size:
         _backend.max_pool2d_forward(x, values, indices, window)
     return values, indices
@@ -76,7 +76,7 @@ def avg_pool2d_forward(x, kernel_size, stride=None, padding=0, ceil_mode=False, 
     dtype = _input(x)
     override = divisor(divisor_override)
     window, shape = _avg_window(x.shape, kernel_size, stride, padding, ceil_mode)
-    y = np.empty(shape, dtype)
+    y = _checks.empty(shape, dtype, "avg_pool2d")
     if y.size:
         _backend.avg_pool2d_forward(x, y, window, bool(count_include_pad), override)
     return y
@@ -101,7 +101,7 @@ def adaptive_avg_pool2d_forward(x, output_size):
     """torch's adaptive_avg_pool2d: output_size an int, or a pair whose None
     entries keep the input's size."""
     dtype = _input(x)
-    y = np.empty(adaptive_output_shape(x.shape, output_size), dtype)
+    y = _checks.empty(adaptive_output_shape(x.shape, output_size), dtype, "adaptive_avg_pool2d")
     if y.size:
         _backend.adaptive_avg_pool2d_forward(x, y)
     return y
