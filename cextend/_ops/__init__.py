@@ -5,6 +5,7 @@ from cextend._ops import (arithmetic, closeness, conversion, einsum, gather_scat
                           joining, linalg, pointwise, rearrange, reduction, scan, shape, sorting,
                           statistics, ternary)
 from cextend._ops import nn_functional  # noqa: F401  (the nn family)
+from cextend._ops import spatial, spatial_resample  # noqa: F401  (pad, interpolate, fold, grid_sample, ...)
 from cextend._ops import recurrent  # noqa: F401  (the recurrent cells, on src/rnn.c)
 from cextend._ops import pointwise_more, splitting  # noqa: F401  (hypot, logaddexp, xlogy, copysign, shifts; tensor_split)
 from cextend._ops import distance, nn_ctc, nn_norms  # noqa: F401  (group/instance/local response norm, distances, ctc_loss)

@@ -71,3 +71,15 @@ from cextend.nn.distance_losses import (CosineSimilarity, CTCLoss, PairwiseDista
 
 __all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
             "PairwiseDistance", "CosineSimilarity", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
+
+# Spatial layers: padding, upsampling, Fold/Unfold, pixel and channel shuffles (cextend/nn/spatial.py).
+from cextend.nn.spatial import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: E402
+                                ConstantPad1d, ConstantPad2d, ConstantPad3d, Fold, PixelShuffle, PixelUnshuffle,
+                                ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
+                                ReplicationPad2d, ReplicationPad3d, Unfold, Upsample, UpsamplingBilinear2d,
+                                UpsamplingNearest2d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
+
+__all__ += ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+            "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d",
+            "UpsamplingBilinear2d", "Fold", "Unfold", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]

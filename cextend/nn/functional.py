@@ -78,6 +78,13 @@ from cextend.nn._functional_attention import (_canonical_mask, _in_projection, _
 # Group, instance and local response norm (cextend/_ops/nn_norms.py).
 from cextend._ops.nn_norms import group_norm, instance_norm, local_response_norm  # noqa: E402,F401
 
+# Spatial ops (cextend/_ops/spatial.py, cextend/_ops/spatial_resample.py): pad, interpolate and the upsample
+# spellings, unfold/fold, grid_sample/affine_grid, pixel_shuffle/pixel_unshuffle, channel_shuffle.
+from cextend._ops.spatial import (channel_shuffle, fold, pad, pixel_shuffle, pixel_unshuffle,  # noqa: E402,F401
+                                  unfold)
+from cextend._ops.spatial_resample import (affine_grid, grid_sample, interpolate, upsample,  # noqa: E402,F401
+                                           upsample_bilinear, upsample_nearest)
+
 # Distances and the triplet and CTC losses (cextend/_ops/distance.py, cextend/_ops/nn_ctc.py).
 from cextend._ops.distance import (cosine_similarity, pairwise_distance, triplet_margin_loss,  # noqa: E402,F401
                                    triplet_margin_with_distance_loss)
