@@ -156,9 +156,12 @@ def test_demo_on_a_busy_machine_uses_one_thread_and_says_so(monkeypatch):
 
 
 def test_ctrl_c_prints_one_line_and_no_traceback():
+    # A shell's background job inherits SIGINT ignored, and Python then installs no handler for it:
+    # the demo gets the default disposition back, as a terminal would give it.
     process = subprocess.Popen([sys.executable, "-m", "cextend.demo", "--epochs", "500", "--skip-checks",
                                 "--threads", "1", "--timing-rounds", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in process.stdout:
             if "training epoch" in line:         # in the training loop
