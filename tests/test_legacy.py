@@ -2,12 +2,14 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
 import cextend as cx
 from helpers import copy_sources
+from parity_helpers import real_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -251,3 +253,48 @@ int my_lib_add_forward_cuda(THCudaTensor *input1, THCudaTensor *input2, THCudaTe
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT])))
     assert result.returncode == 0, result.stderr
     assert "refused:" in result.stdout and "THCudaTensor" in result.stdout
+
+
+_DEPRECATED = [   # (deprecated form, the op named in the warning, the keyword form it means)
+    ("x.clone().add_(-0.1, g)", "add_", "x.clone().add_(g, alpha=-0.1)"),
+    ("torch.add(x, 2, g)", "add", "torch.add(x, g, alpha=2)"),
+    ("x.add(2, g)", "add", "x.add(g, alpha=2)"),
+    ("x.sub(2, g)", "sub", "x.sub(g, alpha=2)"),
+    ("x.clone().sub_(0.5, g)", "sub_", "x.clone().sub_(g, alpha=0.5)"),
+    ("torch.addcmul(x, 0.5, g, h)", "addcmul", "torch.addcmul(x, g, h, value=0.5)"),
+    ("x.clone().addcmul_(-2, g, h)", "addcmul_", "x.clone().addcmul_(g, h, value=-2)"),
+    ("torch.addcdiv(x, 0.5, g, h)", "addcdiv", "torch.addcdiv(x, g, h, value=0.5)"),
+    ("x.clone().addcdiv_(0.25, g, h)", "addcdiv_", "x.clone().addcdiv_(g, h, value=0.25)"),
+]
+
+
+@pytest.mark.parametrize("expression, op, keyword_form", _DEPRECATED)
+def test_scalar_first_overloads_of_2017_optimizers_run_with_torchs_warning(expression, op, keyword_form):
+    """issue 24 item 6: `p.data.add_(-lr, grad)` failed with 'Boolean value of Tensor is ambiguous'.
+    Each library's deprecated form gives its keyword form's bits (torch and cextend may round the
+    keyword forms differently by an ulp: see docs/torch-parity.md)."""
+    rng = np.random.default_rng(0)
+    data = {k: rng.standard_normal(5) for k in "xgh"}
+    data["h"] = np.abs(data["h"]) + 0.5
+    x, g, h = data["x"], data["g"], data["h"]
+    expected = {"add_": x - 0.1 * g, "add": x + 2 * g, "sub": x - 2 * g, "sub_": x - 0.5 * g,
+                "addcmul": x + 0.5 * g * h, "addcmul_": x - 2 * g * h, "addcdiv": x + 0.5 * g / h,
+                "addcdiv_": x + 0.25 * g / h}[op]
+    for lib in [cx] + ([real_torch] if real_torch is not None else []):
+        names = {k: lib.tensor(v) for k, v in data.items()}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = eval(expression, {"torch": lib}, names).numpy()
+        if lib is cx:       # torch warns once per process, for whichever deprecated overload comes first
+            assert any(str(w.message).startswith("This overload of %s is deprecated:" % op) for w in caught)
+        np.testing.assert_array_equal(got, eval(keyword_form, {"torch": lib}, names).numpy())
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("expression", ["x.add(g, 2)", "x.clone().add_(g, 2)", "torch.add(x, 2, g, alpha=3)",
+                                        "x.addcmul(g, g, 0.5)"])
+def test_other_extra_positional_arguments_are_refused(expression):
+    for lib in [cx] + ([real_torch] if real_torch is not None else []):
+        names = {k: lib.ones(3) for k in "xg"}
+        with pytest.raises(TypeError, match="positional argument"):
+            eval(expression, {"torch": lib}, names)

@@ -20,7 +20,7 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend.autograd import record as rec
-from cextend._ops import _out
+from cextend._ops import _deprecated, _out
 from cextend._ops._layout import empty_like_preserve, torch_layout, with_number_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
@@ -507,16 +507,30 @@ def _alpha(input, other, alpha, op):
     return scaled
 
 
-@register("add", inplace=lambda self, other, alpha=1: _ADD.inplace(self, _alpha(self, other, alpha, "add_")),
-          samples=S.binary(), family="arithmetic", integer_inputs=True)
-def add(input, other, *, alpha=1, out=None):
+def _add_(self, other, *deprecated, alpha=1):
+    if deprecated:      # add_(Number alpha, Tensor other)
+        other, alpha = _deprecated.alpha_first("add_", other, deprecated, alpha)
+    return _ADD.inplace(self, _alpha(self, other, alpha, "add_"))
+
+
+def _sub_(self, other, *deprecated, alpha=1):
+    if deprecated:
+        other, alpha = _deprecated.alpha_first("sub_", other, deprecated, alpha)
+    return _SUB.inplace(self, _alpha(self, other, alpha, "sub_"))
+
+
+@register("add", inplace=_add_, samples=S.binary(), family="arithmetic", integer_inputs=True)
+def add(input, other, *deprecated, alpha=1, out=None):
+    if deprecated:      # add(input, Number alpha, Tensor other)
+        other, alpha = _deprecated.alpha_first("add", other, deprecated, alpha)
     return _ADD(input, _alpha(input, other, alpha, "add"), out)
 
 
-@register("sub", aliases=("subtract",),
-          inplace=lambda self, other, alpha=1: _SUB.inplace(self, _alpha(self, other, alpha, "sub_")),
-          samples=S.binary(), family="arithmetic", integer_inputs=True)
-def sub(input, other, *, alpha=1, out=None):
+@register("sub", aliases=("subtract",), inplace=_sub_, samples=S.binary(), family="arithmetic",
+          integer_inputs=True)
+def sub(input, other, *deprecated, alpha=1, out=None):
+    if deprecated:
+        other, alpha = _deprecated.alpha_first("sub", other, deprecated, alpha)
     return _SUB(input, _alpha(input, other, alpha, "sub"), out)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 
 from cextend._fpe import quietly
 from cextend.autograd import record as rec
-from cextend._ops import _out
+from cextend._ops import _deprecated, _out
 from cextend._ops._layout import torch_layout
 from cextend._ops._operands import as_array, broadcast_shapes, is_tensor, operand, require_operand, require_tensor
 from cextend._ops.arithmetic import check_broadcasts_into
@@ -204,12 +204,16 @@ def _integer_value(value, dtype):
     return int(value)
 
 
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input, tensor1, tensor2, *deprecated, value=1, out=None):
+    if deprecated:      # addcmul(input, Number value, Tensor tensor1, Tensor tensor2)
+        tensor1, tensor2, value = _deprecated.value_first("addcmul", tensor1, tensor2, deprecated, value)
     result = _addc("addcmul", _AddcmulNode, np.multiply, input, tensor1, tensor2, value)
     return result if out is None else _out.finish_out(out, result, "addcmul", input, tensor1, tensor2)
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1, out=None):
+    if deprecated:
+        tensor1, tensor2, value = _deprecated.value_first("addcdiv", tensor1, tensor2, deprecated, value)
     result = _addc("addcdiv", _AddcdivNode, np.true_divide, input, tensor1, tensor2, value)
     return result if out is None else _out.finish_out(out, result, "addcdiv", input, tensor1, tensor2)
 
@@ -222,9 +226,17 @@ def _addc_samples(positive=False):
     return samples
 
 
-register("addcmul", addcmul, family="pointwise", samples=_addc_samples(),
-         inplace=lambda self, t1, t2, *, value=1: _addc("addcmul", _AddcmulNode, np.multiply, self, t1, t2,
-                                                        value, inplace=True))
-register("addcdiv", addcdiv, family="pointwise", samples=_addc_samples(positive=True),
-         inplace=lambda self, t1, t2, *, value=1: _addc("addcdiv", _AddcdivNode, np.true_divide, self, t1,
-                                                        t2, value, inplace=True))
+def _addcmul_(self, t1, t2, *deprecated, value=1):
+    if deprecated:      # addcmul_(Number value, Tensor tensor1, Tensor tensor2)
+        t1, t2, value = _deprecated.value_first("addcmul_", t1, t2, deprecated, value)
+    return _addc("addcmul", _AddcmulNode, np.multiply, self, t1, t2, value, inplace=True)
+
+
+def _addcdiv_(self, t1, t2, *deprecated, value=1):
+    if deprecated:
+        t1, t2, value = _deprecated.value_first("addcdiv_", t1, t2, deprecated, value)
+    return _addc("addcdiv", _AddcdivNode, np.true_divide, self, t1, t2, value, inplace=True)
+
+
+register("addcmul", addcmul, family="pointwise", samples=_addc_samples(), inplace=_addcmul_)
+register("addcdiv", addcdiv, family="pointwise", samples=_addc_samples(positive=True), inplace=_addcdiv_)
