@@ -373,6 +373,100 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, 
                         bias_correction2_sqrt, eps, neg_step_size, int(bool(maximize)))
 
 
+# -- softmax, log_softmax and nll_loss over rows -------------------------------
+# A classifier's loss in one call each way.  Each answers None for operands
+# it does not take (another dtype, a layout that is not C-contiguous, a
+# device array), and the caller runs its numpy formula instead.
+
+_ROWS = {dtype: (ffi.typeof(ctype), getattr(lib, "cextend_softmax_rows_" + sfx),
+                 getattr(lib, "cextend_softmax_backward_rows_" + sfx), getattr(lib, "cextend_nll_forward_" + sfx),
+                 getattr(lib, "cextend_nll_backward_" + sfx))
+         for dtype, ctype, sfx in ((_F32, "float *", "f32"), (_F64, "double *", "f64"))}
+_INT64 = np.dtype(np.int64)
+_INT64_POINTER = ffi.typeof("int64_t *")
+REDUCTIONS = {"none": lib.CEXTEND_REDUCTION_NONE, "mean": lib.CEXTEND_REDUCTION_MEAN,
+              "sum": lib.CEXTEND_REDUCTION_SUM}
+
+
+def _rows_entry(x):
+    if type(x) is not _NDARRAY or x.ndim == 0 or not x.flags.c_contiguous:
+        return None
+    return _ROWS.get(x.dtype)
+
+
+def softmax_rows(x, log_softmax):
+    """softmax (or log_softmax) over the last dim of x as a new C-contiguous array, or None."""
+    entry = _rows_entry(x)
+    if entry is None:
+        return None
+    out = _EMPTY(x.shape, x.dtype)
+    cols = x.shape[-1]
+    if out.size:
+        check(entry[1](out.size // cols, cols, _FROM_BUFFER(entry[0], x), _FROM_BUFFER(entry[0], out),
+                       int(log_softmax)))
+    return out
+
+
+def softmax_backward_rows(grad, result, log_softmax):
+    """The gradient of softmax (or log_softmax) over the last dim, from the forward's result,
+    as a new array; None unless both are C-contiguous arrays of one float dtype and shape."""
+    entry = _rows_entry(grad)
+    if entry is None or type(result) is not _NDARRAY or result.dtype is not grad.dtype \
+            or result.shape != grad.shape or not result.flags.c_contiguous:
+        return None
+    out = _EMPTY(grad.shape, grad.dtype)
+    cols = grad.shape[-1]
+    if out.size:
+        ctype = entry[0]
+        check(entry[2](out.size // cols, cols, _FROM_BUFFER(ctype, grad), _FROM_BUFFER(ctype, result),
+                       _FROM_BUFFER(ctype, out), int(log_softmax)))
+    return out
+
+
+def nll_rows_supported(x, target, weight, ignore_index):
+    """Whether the nll kernels take these operands: x (rows, classes) C-contiguous float32 or
+    float64, target (rows,) C-contiguous int64, weight None or (classes,) of x's dtype."""
+    entry = _rows_entry(x)
+    return (entry is not None and x.ndim == 2 and type(target) is _NDARRAY and target.dtype == _INT64
+            and target.shape == x.shape[:1] and target.flags.c_contiguous
+            and (weight is None or (type(weight) is _NDARRAY and weight.dtype is x.dtype
+                                    and weight.shape == x.shape[1:] and weight.flags.c_contiguous))
+            and -2 ** 63 <= ignore_index < 2 ** 63)
+
+
+def nll_forward(x, target, weight, ignore_index, reduction):
+    """nll_loss of operands nll_rows_supported accepts: (loss, total_weight, bad_row), the loss of
+    shape (rows,) for 'none' else (); bad_row is the first row whose target is out of range
+    (-1 if none), and then nothing else is computed."""
+    entry = _ROWS[x.dtype]
+    ctype = entry[0]
+    code = REDUCTIONS[reduction]
+    out = _EMPTY(x.shape[:1] if code == lib.CEXTEND_REDUCTION_NONE else (), x.dtype)
+    total = _EMPTY((), x.dtype)
+    bad = _EMPTY((), _INT64)
+    check(entry[3](x.shape[0], x.shape[1], _FROM_BUFFER(ctype, x), _FROM_BUFFER(_INT64_POINTER, target),
+                   _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, code,
+                   _FROM_BUFFER(ctype, out), _FROM_BUFFER(ctype, total), _FROM_BUFFER(_INT64_POINTER, bad)))
+    return out, total, int(bad)
+
+
+def nll_backward(grad, shape, target, weight, ignore_index, reduction, total_weight):
+    """nll_loss's gradient for an input of `shape` (rows, classes), as a new array; grad is the
+    loss's gradient, of x's dtype ((rows,) for 'none', else one value).  None when grad's dtype
+    has no kernel."""
+    entry = _ROWS.get(grad.dtype) if type(grad) is _NDARRAY else None
+    if entry is None or (weight is not None and weight.dtype is not grad.dtype) \
+            or grad.shape != (shape[:1] if reduction == "none" else ()):
+        return None
+    ctype = entry[0]
+    grad = np.ascontiguousarray(grad)
+    out = _EMPTY(shape, grad.dtype)
+    check(entry[4](shape[0], shape[1], _FROM_BUFFER(ctype, grad), _FROM_BUFFER(_INT64_POINTER, target),
+                   _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, REDUCTIONS[reduction],
+                   total_weight, _FROM_BUFFER(ctype, out)))
+    return out
+
+
 # -- instruction sets and threads ---------------------------------------------
 
 _SPECIAL_OPS = {"erf": lib.CEXTEND_SPECIAL_ERF, "erfc": lib.CEXTEND_SPECIAL_ERFC,

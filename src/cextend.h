@@ -225,6 +225,62 @@ int cextend_adam_step_f64(int64_t count, double *param, const double *grad, doub
                           double one_minus_beta2, double bias_correction2_sqrt, double eps,
                           double neg_step_size, int maximize);
 
+/* ---- softmax, log_softmax and nll_loss over rows --------------------------
+ * On C-contiguous (rows, cols) arrays; each row is independent (rows split
+ * across threads; results do not depend on the count).
+ * softmax_rows:          out = softmax (log_softmax 0) or log_softmax
+ *                        (log_softmax 1) of each row; out may be x exactly.  A NaN in a row
+ *                        makes it NaN; an all -inf row is NaN, as torch's.
+ *                        Args: 1 rows, 2 cols, 3 x, 4 out, 5 log_softmax.
+ * softmax_backward_rows: grad_x from grad_out and the forward's result:
+ *                        result * (g - sum(g * result)) (log_softmax 0)
+ *                        or g - exp(result) * sum(g) (log_softmax 1).
+ *                        grad_x may be grad_out exactly.  Args: 1 rows, 2 cols,
+ *                        3 grad_out, 4 result, 5 grad_x, 6 log_softmax.
+ * nll_forward:           nll_loss of x (rows, classes) against target
+ *                        (rows; a class or ignore_index), each row's pick
+ *                        times weight[class] when weight is not NULL.
+ *                        out holds rows values (reduction NONE; an ignored
+ *                        row is +0.0) or one (MEAN: the sum over the total
+ *                        weight; SUM).  total_weight gets the sum of the
+ *                        picked rows' weights (their count without weight).
+ *                        A target that is neither sets *bad_row to its row
+ *                        and writes nothing else; else *bad_row is -1.
+ *                        Args: 1 rows, 2 classes, 3 x, 4 target, 5 weight,
+ *                        6 ignore_index, 7 reduction, 8 out, 9 total_weight,
+ *                        10 bad_row.
+ * nll_backward:          grad_x (rows, classes): zero but at each picked
+ *                        (row, target): -grad_out (divided by total_weight
+ *                        for MEAN) times weight[target].  grad_out holds
+ *                        rows values for NONE, else one.  A bad target is an
+ *                        illegal argument 4.  Args: 1 rows, 2 classes,
+ *                        3 grad_out, 4 target, 5 weight, 6 ignore_index,
+ *                        7 reduction, 8 total_weight, 9 grad_x.
+ */
+enum {
+    CEXTEND_REDUCTION_NONE = 0,
+    CEXTEND_REDUCTION_MEAN = 1,
+    CEXTEND_REDUCTION_SUM = 2
+};
+int cextend_softmax_rows_f32(int64_t rows, int64_t cols, const float *x, float *out, int log_softmax);
+int cextend_softmax_rows_f64(int64_t rows, int64_t cols, const double *x, double *out, int log_softmax);
+int cextend_softmax_backward_rows_f32(int64_t rows, int64_t cols, const float *grad_out, const float *result,
+                                      float *grad_x, int log_softmax);
+int cextend_softmax_backward_rows_f64(int64_t rows, int64_t cols, const double *grad_out,
+                                      const double *result, double *grad_x, int log_softmax);
+int cextend_nll_forward_f32(int64_t rows, int64_t classes, const float *x, const int64_t *target,
+                            const float *weight, int64_t ignore_index, int reduction, float *out,
+                            float *total_weight, int64_t *bad_row);
+int cextend_nll_forward_f64(int64_t rows, int64_t classes, const double *x, const int64_t *target,
+                            const double *weight, int64_t ignore_index, int reduction, double *out,
+                            double *total_weight, int64_t *bad_row);
+int cextend_nll_backward_f32(int64_t rows, int64_t classes, const float *grad_out, const int64_t *target,
+                             const float *weight, int64_t ignore_index, int reduction, float total_weight,
+                             float *grad_x);
+int cextend_nll_backward_f64(int64_t rows, int64_t classes, const double *grad_out, const int64_t *target,
+                             const double *weight, int64_t ignore_index, int reduction, double total_weight,
+                             double *grad_x);
+
 /* ---- special functions numpy lacks, elementwise on contiguous buffers ----
  * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,
  * 3 x, 4 out.  NaN propagates; outside the domain (erfinv beyond [-1, 1],

@@ -119,18 +119,34 @@ def _sigmoid_array(a):
 
 # -- softmax and log_softmax -------------------------------------------------------------------
 
+def _plain_rows_backward(node, g, result, log_softmax):
+    """The gradient from the C kernel when nothing records (a plain backward) and the dim is
+    the last one; None otherwise (float16, other layouts: the Tensor formula, whose result's
+    layout follows torch's rules)."""
+    gd, rd = g._data, result._data
+    if node.dim is None or node.dim != gd.ndim - 1 or rec.needs_grad(g, result):
+        return None
+    out = _backend.softmax_backward_rows(gd, rd, log_softmax)
+    return None if out is None else _wrap(out)
+
+
 def _softmax_backward(node, g, result):
+    grad = _plain_rows_backward(node, g, result, False)
+    if grad is not None:
+        return grad
     return result * (g - (g * result).sum(node.dim, keepdim=True))
 
 
 def _log_softmax_backward(node, g, result):
+    grad = _plain_rows_backward(node, g, result, True)
+    if grad is not None:
+        return grad
     gd, rd = g._data, result._data
     if type(gd) is np.ndarray and type(rd) is np.ndarray and gd.dtype is rd.dtype \
             and gd.dtype.kind == "f" and gd.itemsize >= 4 and gd.flags.c_contiguous \
             and rd.flags.c_contiguous and not rec.needs_grad(g, result):
-        # Nothing records (a plain backward): the same formula on the arrays, without a
-        # Tensor and a dispatch per step.  float16 keeps the Tensor path (its opmath rules),
-        # and other layouts too (the result's layout follows torch's rules there).
+        # Nothing records (a plain backward) over a dim that is not the last: the same
+        # formula on the arrays, without a Tensor and a dispatch per step.
         return _wrap(quietly(_log_softmax_grad_array, gd, rd, node.dim))
     return g - result.exp() * g.sum(node.dim, keepdim=True)
 
@@ -170,7 +186,10 @@ def _softmax_like(input, dim, dtype, log, name):
     if x._data.size:        # torch returns an empty input of any dtype before its kernel's dispatch
         require_float(x, kernel % name)
     data = x._data.reshape(1) if ndim == 0 else x._data
-    out = quietly(_softmax_array, data, d, log)
+    # over the last dim of a contiguous float32/float64 array: one C call per row set
+    out = _backend.softmax_rows(data, log) if d == data.ndim - 1 else None
+    if out is None:
+        out = quietly(_softmax_array, data, d, log)
     out = out.reshape(()) if ndim == 0 else out
     result = _wrap(np.asarray(out, x._data.dtype, order="C"))      # torch's softmax is contiguous
     if rec.needs_grad(x):

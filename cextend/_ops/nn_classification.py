@@ -9,6 +9,7 @@ any order of derivative is available.
 """
 import numpy as np
 
+from cextend import _backend
 from cextend._fpe import quietly
 from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
@@ -89,6 +90,49 @@ class _Picks:
         else:
             np.put_along_axis(self.moved(out), self.classes[..., None], values[..., None], -1)
         return out
+
+
+class _RowPicks:
+    """_Picks for an (N, C) float32 or float64 input with int64 targets, on the C kernels:
+    one call each way instead of a dozen numpy passes.  Same values as _Picks: picks read
+    input[r, t], ignored rows add +0.0 and get a +0.0 gradient.  Anything the kernels do not
+    take (another dtype of gradient) goes to a _Picks of the same arguments."""
+
+    __slots__ = ("input_shape", "class_dim", "reduction", "target", "weight", "ignore_index",
+                 "total_weight", "_fallback")
+
+    def __init__(self, input_shape, target, weight, ignore_index, reduction):
+        self.input_shape = input_shape
+        self.class_dim = 1
+        self.reduction = reduction
+        self.target = target
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.total_weight = None
+        self._fallback = None
+
+    def _numpy(self):
+        if self._fallback is None:
+            self._fallback = _Picks(self.input_shape, 1, self.target, self.weight, self.ignore_index,
+                                    self.reduction)
+        return self._fallback
+
+    def gather(self, data):
+        if not _backend.nll_rows_supported(data, self.target, self.weight, self.ignore_index):
+            return self._numpy().gather(data)
+        loss, total, bad = _backend.nll_forward(data, self.target, self.weight, self.ignore_index,
+                                                self.reduction)
+        if bad >= 0:
+            raise IndexError("Target %d is out of bounds." % self.target[bad])
+        self.total_weight = total
+        return loss
+
+    def scatter(self, g):
+        out = None
+        if self.total_weight is not None:
+            out = _backend.nll_backward(g, self.input_shape, self.target, self.weight, self.ignore_index,
+                                        self.reduction, self.total_weight)
+        return out if out is not None else self._numpy().scatter(g)
 
 
 def _nll_backward(node, g, x, target=None, weight=None):
@@ -183,6 +227,8 @@ def _nll_picks(x, t, weight, ignore_index, reduction, op):
     n_classes = x._data.shape[class_dim]
     weight = None if weight is None else _check_weight(weight, x, n_classes, op)
     w = None if weight is None else weight._data
+    if target.dtype == np.int64 and _backend.nll_rows_supported(x._data, target, w, ignore_index):
+        return _RowPicks(x._data.shape, target, w, ignore_index, reduction), weight
     return _Picks(x._data.shape, class_dim, target.astype(np.int64), w, ignore_index, reduction), weight
 
 
