@@ -14,8 +14,11 @@ Cases:
 - cnn: one epoch of the CNN demo's model (two conv/batch-norm/ReLU/pool
   blocks, AdamW, batch 64 of 8x8 images, 1440 samples), against torch on
   1 thread.
-- memory: arrays allocated by one MLP training step (tracemalloc), ours and
-  numpy's.
+- mlp, captured: the same epoch with the step wrapped in cextend.capture
+  (its kernels replayed; the optimizer's step runs as it is), against numpy
+  and torch.
+- memory: arrays allocated by one MLP training step (tracemalloc), ours
+  (eager and captured) and numpy's.
 torch runs with its default CPU path; numpy's BLAS runs unpinned when this
 process was started with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset.
 """
@@ -105,6 +108,23 @@ def _epoch(lib, model, opt, loss_fn, xs, ys, batch=32):
         opt.step()
 
 
+def _captured_epoch(model, opt, loss_fn, xs, ys, batch=32):
+    """_epoch with its step replayed by cextend.capture."""
+    def step(xb, yb):
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+    captured = cx.capture(step)
+
+    def epoch():
+        for start in range(0, len(xs), batch):
+            captured(xs[start:start + batch], ys[start:start + batch])
+    epoch.step = captured
+    return epoch
+
+
 def _cnn_epochs(repeats):
     """The CNN demo's model and optimizer on 1440 8x8 images in batches of 64, in both libraries."""
     from cextend.demo.cnn import build_model
@@ -149,6 +169,12 @@ def run(repeats):
             ref.step(x[start:start + 32], y[start:start + 32])
     ours, theirs, spread = _median_ratio(lambda: _epoch(cx, mc, oc, lc, xc, yc), numpy_epoch, repeats, 1)
     rows.append(("MLP epoch", ours, theirs, "numpy (hand-written)", spread))
+    mk = _model(cx)
+    captured_epoch = _captured_epoch(mk, cx.optim.SGD(mk.parameters(), lr=0.05), cx.nn.CrossEntropyLoss(), xc, yc)
+    ours, theirs, spread = _median_ratio(captured_epoch, numpy_epoch, repeats, 1)
+    rows.append(("MLP epoch, captured", ours, theirs, "numpy (hand-written)", spread))
+    if captured_epoch.step.reason is not None:
+        print("the captured MLP step ran eagerly: %s" % captured_epoch.step.reason)
     if torch is not None:
         mt = _model(torch)
         ot = torch.optim.SGD(mt.parameters(), lr=0.05)
@@ -161,6 +187,10 @@ def run(repeats):
                                                  lambda: _epoch(torch, mt, ot, lt, xt, yt), repeats, 1)
             rows.append(("MLP epoch, %d thread%s" % (threads, "s" if threads > 1 else ""), ours, theirs,
                          "torch", spread))
+            ours, theirs, spread = _median_ratio(captured_epoch, lambda: _epoch(torch, mt, ot, lt, xt, yt),
+                                                 repeats, 1)
+            rows.append(("MLP epoch, captured, %d thread%s" % (threads, "s" if threads > 1 else ""), ours,
+                         theirs, "torch", spread))
         cx.set_num_threads(1)
         torch.set_num_threads(1)
         ours, theirs, spread = _cnn_epochs(repeats)
@@ -178,16 +208,19 @@ def run(repeats):
         return sum(s.count_diff for s in stats if s.count_diff > 0), sum(s.size_diff for s in stats if s.size_diff > 0)
     step_c = lambda: _epoch(cx, mc, oc, lc, xc[:32], yc[:32])        # noqa: E731
     step_n = lambda: ref.step(x[:32], y[:32])                         # noqa: E731
-    results["memory"] = {"cextend_blocks": allocations(step_c)[0], "numpy_blocks": allocations(step_n)[0]}
+    step_k = lambda: captured_epoch.step(xc[:32], yc[:32])           # noqa: E731
+    results["memory"] = {"cextend_blocks": allocations(step_c)[0], "numpy_blocks": allocations(step_n)[0],
+                         "captured_blocks": allocations(step_k)[0]}
 
-    print("%-28s %12s %12s %8s  %s" % ("case", "ours", "other", "ratio", "other (spread of ratio)"))
+    print("%-34s %12s %12s %8s  %s" % ("case", "ours", "other", "ratio", "other (spread of ratio)"))
     for name, ours, theirs, other, (lo, hi) in rows:
-        print("%-28s %10.2fus %10.2fus %8.2f  %s (%.2f..%.2f)" % (name, ours * 1e6, theirs * 1e6, theirs / ours,
+        print("%-34s %10.2fus %10.2fus %8.2f  %s (%.2f..%.2f)" % (name, ours * 1e6, theirs * 1e6, theirs / ours,
                                                               other, lo, hi))
         results[name] = {"ours_s": ours, "other_s": theirs, "other": other, "ratio": theirs / ours,
                          "ratio_spread": [lo, hi]}
-    print("memory: a training step allocates %d live blocks in cextend, %d in numpy (tracemalloc)"
-          % (results["memory"]["cextend_blocks"], results["memory"]["numpy_blocks"]))
+    print("memory: a training step allocates %d live blocks in cextend (%d captured), %d in numpy (tracemalloc)"
+          % (results["memory"]["cextend_blocks"], results["memory"]["captured_blocks"],
+             results["memory"]["numpy_blocks"]))
     print("load average: %.2f %.2f %.2f" % os.getloadavg())
     results["load_average_end"] = list(os.getloadavg())
     return results

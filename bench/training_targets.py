@@ -17,6 +17,9 @@ AUTOGRAD_GOALS = [
     ("2", "MLP epoch vs torch, 1 thread", "MLP epoch, 1 thread", 1.5),
     ("2", "MLP epoch vs torch, 2 threads", "MLP epoch, 2 threads", 1.5),
     ("2", "MLP epoch vs hand-written numpy", "MLP epoch", 0.6),
+    ("2", "captured MLP epoch (cextend.capture) vs torch, 1 thread", "MLP epoch, captured, 1 thread", 1.5),
+    ("2", "captured MLP epoch (cextend.capture) vs torch, 2 threads", "MLP epoch, captured, 2 threads", 1.5),
+    ("2", "captured MLP epoch (cextend.capture) vs hand-written numpy", "MLP epoch, captured", 0.6),
     ("2", "CNN demo epoch vs torch, 1 thread", "CNN epoch, 1 thread", 1.2),
     ("3", "elementwise chain, per op, vs torch", "chain (per op)", 1.5),
     ("3", "nn.Linear 1x8x8 forward+backward vs torch", "nn.Linear 1x8x8 fwd+bwd", 2.0),
@@ -63,6 +66,10 @@ def autograd_checks(record):
         out.append(("2", "live blocks of a training step, numpy's / ours (%d / %d)"
                     % (memory["numpy_blocks"], memory["cextend_blocks"]),
                     memory["numpy_blocks"] / max(1, memory["cextend_blocks"]), 0.5))
+        if "captured_blocks" in memory:
+            out.append(("2", "live blocks of a captured training step, numpy's / ours (%d / %d)"
+                        % (memory["numpy_blocks"], memory["captured_blocks"]),
+                        memory["numpy_blocks"] / max(1, memory["captured_blocks"]), 0.5))
     return out
 
 

@@ -69,6 +69,7 @@ from cextend.utils import data as _data  # noqa: E402,F401  (cextend.utils.data,
 from cextend._printing import set_printoptions  # noqa: E402,F401  (torch.set_printoptions)
 from cextend import accelerator, backends, onnx  # noqa: E402,F401  (torch's device-selection idioms)
 from cextend._compile import compile  # noqa: E402,F401  (torch.compile: the model, unchanged)
+from cextend._capture import CaptureWarning, capture  # noqa: E402,F401  (replayed training steps)
 from cextend._legacy import FatalError  # noqa: E402,F401
 
 import math as _math  # noqa: E402  (`float` here is cextend.float, the dtype)

@@ -9,6 +9,7 @@ cffi's API mode releases the GIL around each kernel call.
 """
 import numpy as np
 
+from cextend import _capture
 from cextend._errors import ArgumentError, ArgumentTypeError, OutOfMemoryError
 
 try:
@@ -154,7 +155,10 @@ def with_quick_forward(checked):
                     if k == k_w:
                         x_ptr, w_ptr = _FROM_BUFFER(ctype, x), _FROM_BUFFER(ctype, w)
                         y = _EMPTY((n, m), dtype)
-                        if not kernel(n, k, m, x_ptr, w_ptr, b_ptr, _FROM_BUFFER(ctype, y)):
+                        y_ptr = _FROM_BUFFER(ctype, y)
+                        if not kernel(n, k, m, x_ptr, w_ptr, b_ptr, y_ptr):
+                            if _capture._active is not None:
+                                _capture.kernel(kernel, (n, k, m, x_ptr, w_ptr, b_ptr, y_ptr), (x, w, b), (y,))
                             return y
                 except ValueError:
                     pass
@@ -187,18 +191,24 @@ def linear_backward_quick(dy, x, w, want_dx, want_dw, want_db):
         except ValueError:
             # A broadcast or strided gradient (from sum(), say): one copy
             # here is what the checked path would make too.
+            strided = dy
             dy = np.array(dy, order="C", copy=True)
             dy_ptr = _FROM_BUFFER(ctype, dy)
+            if _capture._active is not None:
+                _capture.copy(dy, strided)
     except ValueError:
         return None
     dx = np.empty((n, k), dtype) if want_dx else None
     dw = np.empty((m, k), dtype) if want_dw else None
     db = np.empty((m,), dtype) if want_db else None
-    if kernel(n, k, m, dy_ptr, m or 1, 0, x_ptr, k or 1, 0, w_ptr, k or 1, 0,
-              _NULL if dx is None else _FROM_BUFFER(ctype, dx), k or 1,
-              _NULL if dw is None else _FROM_BUFFER(ctype, dw), k or 1,
-              _NULL if db is None else _FROM_BUFFER(ctype, db)):
+    args = (n, k, m, dy_ptr, m or 1, 0, x_ptr, k or 1, 0, w_ptr, k or 1, 0,
+            _NULL if dx is None else _FROM_BUFFER(ctype, dx), k or 1,
+            _NULL if dw is None else _FROM_BUFFER(ctype, dw), k or 1,
+            _NULL if db is None else _FROM_BUFFER(ctype, db))
+    if kernel(*args):
         return None
+    if _capture._active is not None:
+        _capture.kernel(kernel, args, (dy, x, w), (dx, dw, db))
     return dx, dw, db
 
 
@@ -285,7 +295,12 @@ def relu(x):
     except ValueError:
         return None
     out = _EMPTY(x.shape, x.dtype)
-    return None if entry[1](x.size, x_ptr, _FROM_BUFFER(ctype, out)) else out
+    args = (x.size, x_ptr, _FROM_BUFFER(ctype, out))
+    if entry[1](*args):
+        return None
+    if _capture._active is not None:
+        _capture.kernel(entry[1], args, (x,), (out,))
+    return out
 
 
 def threshold_backward(grad, result):
@@ -299,7 +314,12 @@ def threshold_backward(grad, result):
     except ValueError:
         return None
     out = _EMPTY(grad.shape, grad.dtype)
-    return None if entry[2](grad.size, g_ptr, r_ptr, _FROM_BUFFER(ctype, out)) else out
+    args = (grad.size, g_ptr, r_ptr, _FROM_BUFFER(ctype, out))
+    if entry[2](*args):
+        return None
+    if _capture._active is not None:
+        _capture.kernel(entry[2], args, (grad, result), (out,))
+    return out
 
 
 def _writable(ctype, arr):
@@ -402,8 +422,10 @@ def softmax_rows(x, log_softmax):
     out = _EMPTY(x.shape, x.dtype)
     cols = x.shape[-1]
     if out.size:
-        check(entry[1](out.size // cols, cols, _FROM_BUFFER(entry[0], x), _FROM_BUFFER(entry[0], out),
-                       int(log_softmax)))
+        args = (out.size // cols, cols, _FROM_BUFFER(entry[0], x), _FROM_BUFFER(entry[0], out), int(log_softmax))
+        check(entry[1](*args))
+        if _capture._active is not None:
+            _capture.kernel(entry[1], args, (x,), (out,))
     return out
 
 
@@ -418,8 +440,11 @@ def softmax_backward_rows(grad, result, log_softmax):
     cols = grad.shape[-1]
     if out.size:
         ctype = entry[0]
-        check(entry[2](out.size // cols, cols, _FROM_BUFFER(ctype, grad), _FROM_BUFFER(ctype, result),
-                       _FROM_BUFFER(ctype, out), int(log_softmax)))
+        args = (out.size // cols, cols, _FROM_BUFFER(ctype, grad), _FROM_BUFFER(ctype, result),
+                _FROM_BUFFER(ctype, out), int(log_softmax))
+        check(entry[2](*args))
+        if _capture._active is not None:
+            _capture.kernel(entry[2], args, (grad, result), (out,))
     return out
 
 
@@ -444,26 +469,45 @@ def nll_forward(x, target, weight, ignore_index, reduction):
     out = _EMPTY(x.shape[:1] if code == lib.CEXTEND_REDUCTION_NONE else (), x.dtype)
     total = _EMPTY((), x.dtype)
     bad = _EMPTY((), _INT64)
-    check(entry[3](x.shape[0], x.shape[1], _FROM_BUFFER(ctype, x), _FROM_BUFFER(_INT64_POINTER, target),
-                   _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, code,
-                   _FROM_BUFFER(ctype, out), _FROM_BUFFER(ctype, total), _FROM_BUFFER(_INT64_POINTER, bad)))
+    args = (x.shape[0], x.shape[1], _FROM_BUFFER(ctype, x), _FROM_BUFFER(_INT64_POINTER, target),
+            _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, code,
+            _FROM_BUFFER(ctype, out), _FROM_BUFFER(ctype, total), _FROM_BUFFER(_INT64_POINTER, bad))
+    check(entry[3](*args))
+    if _capture._active is not None:
+        # a replay raises as the eager op does when a new target is out of range
+        _capture.kernel(entry[3], args, (x, target, weight), (out, total, bad),
+                        check=lambda status: _nll_replayed(status, bad, target))
     return out, total, int(bad)
+
+
+def _nll_replayed(status, bad, target):
+    check(status)
+    if bad >= 0:
+        raise IndexError("Target %d is out of bounds." % target[int(bad)])
 
 
 def nll_backward(grad, shape, target, weight, ignore_index, reduction, total_weight):
     """nll_loss's gradient for an input of `shape` (rows, classes), as a new array; grad is the
-    loss's gradient, of x's dtype ((rows,) for 'none', else one value).  None when grad's dtype
-    has no kernel."""
+    loss's gradient, of x's dtype ((rows,) for 'none', else one value), total_weight the
+    forward's 0-d array.  None when grad's dtype has no kernel."""
     entry = _ROWS.get(grad.dtype) if type(grad) is _NDARRAY else None
     if entry is None or (weight is not None and weight.dtype is not grad.dtype) \
+            or total_weight.dtype is not grad.dtype \
             or grad.shape != (shape[:1] if reduction == "none" else ()):
         return None
     ctype = entry[0]
-    grad = np.ascontiguousarray(grad)
+    if not grad.flags.c_contiguous:
+        strided = grad
+        grad = np.ascontiguousarray(grad)
+        if _capture._active is not None:
+            _capture.copy(grad, strided)
     out = _EMPTY(shape, grad.dtype)
-    check(entry[4](shape[0], shape[1], _FROM_BUFFER(ctype, grad), _FROM_BUFFER(_INT64_POINTER, target),
-                   _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, REDUCTIONS[reduction],
-                   total_weight, _FROM_BUFFER(ctype, out)))
+    args = (shape[0], shape[1], _FROM_BUFFER(ctype, grad), _FROM_BUFFER(_INT64_POINTER, target),
+            _NULL if weight is None else _FROM_BUFFER(ctype, weight), ignore_index, REDUCTIONS[reduction],
+            _FROM_BUFFER(ctype, total_weight), _FROM_BUFFER(ctype, out))
+    check(entry[4](*args))
+    if _capture._active is not None:
+        _capture.kernel(entry[4], args, (grad, target, weight, total_weight), (out,))
     return out
 
 

@@ -26,7 +26,7 @@ from cextend import _sizes as _limits
 
 from cextend import _dtype, _random
 from cextend._device import DeviceArray
-from cextend import _grad_state
+from cextend import _capture, _grad_state
 from cextend._memory_format import is_contiguous_in
 from cextend.device import CPU, CUDA
 from cextend.utils.hooks import ListHookHandle
@@ -83,6 +83,8 @@ def _wrap(array, requires_grad=False):
     t._output_nr = 0
     t._version_counter = [0]    # shared with views; a list is the cheapest mutable cell
     t._base = None
+    if _capture._active is not None:
+        _capture.wrapped(t._data)
     return t
 
 
@@ -243,6 +245,8 @@ class Tensor:
                 raise RuntimeError("assigned grad has data of a different type")
             if value._data.shape != self._data.shape:
                 raise RuntimeError("assigned grad has data of a different size")
+        if _capture._active is not None:
+            _capture.refuse("the step sets .grad by hand")
         self._grad = value
 
     @grad.deleter
@@ -270,6 +274,8 @@ class Tensor:
 
     def _bump_version(self):
         self._version_counter[0] += 1
+        if _capture._active is not None:
+            _capture.in_place(self)
 
     def _is_view(self):
         return self._base is not None
@@ -397,6 +403,8 @@ class Tensor:
         if not force and _grad_state.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if _capture._active is not None:
+            _capture.refuse("the step reads a tensor's array (numpy())")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -408,9 +416,13 @@ class Tensor:
     def item(self):
         if self._data.size != 1:
             raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % self._data.size)
+        if _capture._active is not None:
+            _capture.refuse("the step reads a value back into Python (item(), bool(), float(), ...)")
         return self._data.item()
 
     def tolist(self):
+        if _capture._active is not None:
+            _capture.refuse("the step reads values back into Python (tolist())")
         return self._data.tolist()
 
     def __float__(self):

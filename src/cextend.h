@@ -275,11 +275,11 @@ int cextend_nll_forward_f64(int64_t rows, int64_t classes, const double *x, cons
                             const double *weight, int64_t ignore_index, int reduction, double *out,
                             double *total_weight, int64_t *bad_row);
 int cextend_nll_backward_f32(int64_t rows, int64_t classes, const float *grad_out, const int64_t *target,
-                             const float *weight, int64_t ignore_index, int reduction, float total_weight,
-                             float *grad_x);
+                             const float *weight, int64_t ignore_index, int reduction,
+                             const float *total_weight, float *grad_x);
 int cextend_nll_backward_f64(int64_t rows, int64_t classes, const double *grad_out, const int64_t *target,
-                             const double *weight, int64_t ignore_index, int reduction, double total_weight,
-                             double *grad_x);
+                             const double *weight, int64_t ignore_index, int reduction,
+                             const double *total_weight, double *grad_x);
 
 /* ---- special functions numpy lacks, elementwise on contiguous buffers ----
  * out[i] = f(x[i]), i < count; out may be x exactly.  Args: 1 op, 2 count,

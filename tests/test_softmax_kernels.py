@@ -259,10 +259,11 @@ def test_bad_arguments_give_a_status_and_write_nothing(dtype):
     assert nll_forward(2, 3, x, ffi.NULL, ffi.NULL, -100, 1, out, total, bad) == -4
     assert nll_forward(2, 3, x, target, ffi.NULL, -100, 1, out, total, bad) == 0
     assert bad[0] == 1 and out[0] == 42                          # the bad row, and nothing written
-    assert nll_backward(2, 3, x, target, ffi.NULL, -100, 1, 1.0, out) == -4
-    assert out[0] == 42
+    assert nll_backward(2, 3, x, target, ffi.NULL, -100, 1, total, out) == -4
     message = ffi.string(lib.cextend_last_error()).decode()
     assert "target" in message and "row 1 holds 5" in message
+    assert nll_backward(2, 3, x, ffi.new("int64_t[]", [0, 1]), ffi.NULL, -100, 1, ffi.NULL, out) == -8
+    assert out[0] == 42
 
 
 def test_a_failing_status_raises_argument_error():

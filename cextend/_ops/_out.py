@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from cextend import _capture
 from cextend._device import DeviceArray
 from cextend._overlap import check_not_read_while_written
 from cextend._promotion import _torch_name, check_inplace_cast, result_type
@@ -81,6 +82,8 @@ def write_out(out, array, name, strict=False, cast=False, reads=()):
     else:
         out._data[...] = array
     out._version_counter[0] += 1
+    if _capture._active is not None:
+        _capture.in_place(out)
     return out
 
 

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from cextend import _capture
 from cextend._overlap import check_no_partial
 from cextend.autograd import views
 from cextend._fpe import quietly, restore, silence
@@ -811,6 +812,8 @@ def _logical_inplace(op, self, other):
     check_no_partial(self._data, (b,))
     self._data[...] = op.run(self, b, rt)
     self._version_counter[0] += 1
+    if _capture._active is not None:
+        _capture.in_place(self)
     return self
 
 

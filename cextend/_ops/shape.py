@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from cextend import _capture
 from cextend._device import DeviceArray
 from cextend.autograd import record as rec
 from cextend._ops._layout import compute_stride, restrided, unsqueeze_stride
@@ -706,6 +707,8 @@ def _in_place_view(name, op):
         new = op(self, *args, **kwargs)
         self._data = new._data
         self._version_counter[0] += 1
+        if _capture._active is not None:
+            _capture.in_place(self)
         if self._view_fn is not None:
             self._view_fn = new._view_fn
             self._grad_fn, self._output_nr = new._grad_fn, new._output_nr

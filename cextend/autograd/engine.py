@@ -19,6 +19,7 @@ import itertools
 import numpy as np
 
 from cextend.autograd import anomaly_mode, grad_mode
+from cextend import _capture
 from cextend._device import filled_like
 from cextend._fpe import quietly
 from cextend.autograd.graph import AccumulateGrad, grad_lock, gradient_edge
@@ -312,10 +313,14 @@ def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
             grads = buffers.pop(node, None) or [None] * node.num_outputs
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
+                if _capture._active is not None:
+                    _capture.refuse("a tensor hook (or retain_grad) runs in backward")
                 grads = _tensor_hooks(node, grads)
             if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
                 results = node.apply(grads)
             else:
+                if _capture._active is not None:
+                    _capture.refuse("a node hook runs in backward")
                 results = _run(node, grads)
             if not retain_graph:
                 node._release()
@@ -359,7 +364,10 @@ def _retain_grads(node, grads):
 
 
 def _ones_like(t):
-    return _wrap(filled_like(t._data.shape, t._data.dtype, 1, like=t._data))
+    ones = filled_like(t._data.shape, t._data.dtype, 1, like=t._data)
+    if _capture._active is not None:
+        _capture.fill(ones, 1)
+    return _wrap(ones)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -368,6 +376,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grad_tensors = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if retain_graph is None:
         retain_graph = create_graph
+    if _capture._active is not None and (create_graph or inputs is not None):
+        _capture.refuse("backward() records a graph of the gradient or takes inputs=")
     roots = _root_gradients(tensors, grad_tensors, Tensor, _ones_like)
     if inputs is None:
         execute(roots, retain_graph, create_graph)
@@ -413,6 +423,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grad_outputs = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    if _capture._active is not None:
+        _capture.refuse("the step calls autograd.grad()")
     roots = _root_gradients(outputs, grad_outputs, Tensor, _ones_like)
     results = execute(roots, retain_graph, create_graph, capture=_input_edges(inputs, Tensor))
     final = []

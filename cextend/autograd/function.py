@@ -24,6 +24,7 @@ non-Tensor outputs, get none (and backward receives None for the latter).
 import functools
 import warnings
 
+from cextend import _capture
 from cextend._device import DeviceArray
 
 from cextend.autograd import grad_mode, views
@@ -255,6 +256,8 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
         t._version_counter[0] += 1
+        if _capture._active is not None:
+            _capture.in_place(t)
     if requires_grad:
         _connect_inputs(ctx, args, Tensor)
     tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))

@@ -22,7 +22,8 @@ import numpy as np
 from cextend._fpe import quietly
 from cextend._overlap import check_not_self_overlapping, non_overlapping_and_dense
 
-from cextend._grad_state import is_grad_enabled
+from cextend import _capture
+from cextend._grad_state import _set_enabled, is_grad_enabled
 from cextend.utils.hooks import ListHookHandle
 from cextend.tensor import Tensor, _wrap
 
@@ -116,9 +117,16 @@ class AccumulateGrad(Node):
             if self.variable._grad_fn is not None:
                 # an in-place op after detach_() gave the leaf a history
                 raise RuntimeError("leaf variable has been moved into the graph interior")
-            accumulate_into(self.variable, grads[0])
+            if _capture._active is None:
+                accumulate_into(self.variable, grads[0])
+            else:
+                # a captured step replays the accumulation itself: .grad is a fresh tensor each step
+                _capture.leaf_accumulated(self.variable)
+                _capture.eager(_accumulate_as_the_engine, self.variable, grads[0])
             hooks = self.variable._post_accumulate_hooks
             if hooks:
+                if _capture._active is not None:
+                    _capture.refuse("a post-accumulate-grad hook runs")
                 for hook in list(hooks):
                     hook(self.variable)
         return ()
@@ -165,6 +173,17 @@ def accumulate_into(tensor, grad):
             check_not_self_overlapping(current._data)       # an expanded .grad, set by hand
             quietly(np.add, current._data, grad._data, current._data)
             current._version_counter[0] += 1
+
+
+def _accumulate_as_the_engine(tensor, grad):
+    """accumulate_into with grad recording off, as a backward() without create_graph runs it
+    (a captured step's replay calls it from wherever the step was called)."""
+    previous = is_grad_enabled()
+    _set_enabled(False)
+    try:
+        accumulate_into(tensor, grad)
+    finally:
+        _set_enabled(previous)
 
 
 def _obeying_layout_contract(grad, variable):

@@ -9,6 +9,7 @@ ops record the same node and then rebase the modified tensor's history
 """
 import numpy as np
 
+from cextend import _capture
 from cextend._overlap import check_no_partial, check_not_self_overlapping
 from cextend._promotion import _torch_name, check_inplace_cast
 from cextend.autograd import views
@@ -344,6 +345,8 @@ def prepare_inplace(t, others=(), result=None, check_overlap=True, differentiabl
 def finish_inplace(t, node, output_nr=0):
     """Bump t's version and move its history to node (after the data changed)."""
     t._version_counter[0] += 1
+    if _capture._active is not None:
+        _capture.in_place(t)
     if node is not None:
         views.rebase_history(t, node, output_nr)
     return t

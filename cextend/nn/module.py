@@ -25,6 +25,7 @@ import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 
+from cextend import _capture
 from cextend.autograd.grad_mode import no_grad
 from cextend.nn.parameter import Parameter
 from cextend.tensor import Tensor
@@ -572,7 +573,11 @@ class Module:
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
+            if _capture._active is not None:
+                _capture.module_called(self)
             return self.forward(*args, **kwargs)
+        if _capture._active is not None:
+            _capture.refuse("a module hook runs")
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
@@ -857,6 +862,11 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
+        if _capture._active is not None:        # a captured step replays this call as it is
+            return _capture.eager(Module._zero_grad, self, set_to_none)
+        return self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
         for p in self.parameters():
             if p.grad is None:
                 continue

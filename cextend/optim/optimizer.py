@@ -27,6 +27,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
+from cextend import _capture
 from cextend._overlap import check_not_self_overlapping
 from cextend.autograd.grad_mode import enable_grad, no_grad
 from cextend.tensor import Tensor
@@ -179,6 +180,12 @@ class Optimizer:
     # -- gradients ----------------------------------------------------------
     def zero_grad(self, set_to_none=True):
         """Reset the gradients: to None (default), or to zeros in place."""
+        if _capture._active is not None:        # a captured step replays this call as it is
+            _capture.optimizer_used(self)
+            return _capture.eager(Optimizer._zero_grad, self, set_to_none)
+        return self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -332,6 +339,12 @@ def _with_step_hooks(step):
     """step() run with grad recording off, between the pre and post hooks."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if _capture._active is not None:        # a captured step replays this call as it is
+            _capture.optimizer_used(self)
+            return _capture.eager(run, self, args, kwargs)
+        return run(self, args, kwargs)
+
+    def run(self, args, kwargs):
         for hook in list(self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:

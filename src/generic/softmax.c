@@ -177,15 +177,16 @@ int CX_FN(cextend_nll_forward)(int64_t rows, int64_t classes, const REAL *x, con
 }
 
 int CX_FN(cextend_nll_backward)(int64_t rows, int64_t classes, const REAL *grad_out, const int64_t *target,
-                                const REAL *weight, int64_t ignore_index, int reduction, REAL total_weight,
-                                REAL *grad_x)
+                                const REAL *weight, int64_t ignore_index, int reduction,
+                                const REAL *total_weight, REAL *grad_x)
 {
     static const char fn[] = "cextend_nll_backward_" CX_STR(SFX);
     int64_t count = 0;
     int st;
     if ((st = CX_FN(check_nll)(fn, rows, classes, grad_x, 9, "grad_x", target, weight, reduction, 7, &count)) ||
         (st = cx_check_vector(fn, "grad_out", 0, grad_out, 3, reduction == CEXTEND_REDUCTION_NONE ? rows : 1,
-                              1, "rows", sizeof(REAL))))
+                              1, "rows", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "total_weight", 0, total_weight, 8, 1, 1, "rows", sizeof(REAL))))
         return st;
     const int64_t bad = CX_FN(first_bad_target)(rows, classes, target, ignore_index);
     if (bad >= 0)
@@ -195,7 +196,7 @@ int CX_FN(cextend_nll_backward)(int64_t rows, int64_t classes, const REAL *grad_
         grad_x[i] = 0;
     REAL shared = 0;
     if (reduction == CEXTEND_REDUCTION_MEAN)
-        shared = -(grad_out[0] / total_weight);     /* torch's order: divide, negate, then weigh */
+        shared = -(grad_out[0] / *total_weight);     /* torch's order: divide, negate, then weigh */
     else if (reduction == CEXTEND_REDUCTION_SUM)
         shared = -grad_out[0];
     for (int64_t r = 0; r < rows; ++r) {

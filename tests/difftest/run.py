@@ -159,7 +159,15 @@ def main(argv=None):
     parser.add_argument("--max-features", type=int, default=8)
     parser.add_argument("--only", type=int, default=None, help="run just program ONLY and print it")
     parser.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds")
+    parser.add_argument("--training-loops", action="store_true",
+                        help="run generated training loops eagerly and through cextend.capture instead")
     args = parser.parse_args(argv)
+    if args.training_loops:
+        import cextend
+        from .training import report, run_training_loops
+        summary = run_training_loops(cextend, args.seed, args.programs, log=lambda s: print(s, flush=True))
+        print(report(summary))
+        return 1 if summary["disagreements"] else 0
     import torch
     import cextend
     torch.set_num_threads(1)

@@ -1,0 +1,172 @@
+"""Generated training loops, run eagerly and through cextend.capture.
+
+    PYTHONPATH=tests python -m difftest --training-loops --seed S --programs N
+
+Each program is a random small classifier (depth, widths, activations, an
+optional dropout), optimizer (SGD with or without momentum, Nesterov and
+weight decay; Adam, AdamW, amsgrad), loss options (class weights,
+ignore_index, mean or sum), dtype, batch size (a ragged last batch), an
+optional learning-rate schedule and gradient accumulation over two steps.
+It trains twice from the same parameters and random seed: calling the step
+eagerly, and through cextend.capture.  The two must agree to the bit in
+every loss, parameter, gradient and optimizer state, whether the step was
+captured or ran eagerly because something in it cannot be replayed (then
+the reason is tallied).
+"""
+import collections
+import warnings
+
+import numpy as np
+
+
+def generate(rng):
+    depth = int(rng.integers(1, 4))
+    sizes = [int(rng.integers(1, 33)) for _ in range(depth)] + [int(rng.integers(1, 8))]
+    return {
+        "sizes": sizes,
+        "activations": [str(rng.choice(["relu", "relu", "relu", "tanh", "none"])) for _ in range(depth - 1)],
+        "dropout": float(rng.choice([0.0, 0.0, 0.0, 0.0, 0.25])),
+        "dtype": str(rng.choice(["float32", "float64"])),
+        "optimizer": str(rng.choice(["sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad"])),
+        "lr": float(rng.choice([1e-3, 1e-2, 0.1])),
+        "weight_decay": float(rng.choice([0.0, 0.0, 1e-2])),
+        "reduction": str(rng.choice(["mean", "sum"])),
+        "class_weights": bool(rng.random() < 0.3),
+        "ignored": float(rng.choice([0.0, 0.0, 0.2])),
+        "samples": int(rng.integers(1, 80)),
+        "batch": int(rng.integers(1, 24)),
+        "epochs": int(rng.integers(1, 4)),
+        "schedule": bool(rng.random() < 0.3),
+        "accumulate": bool(rng.random() < 0.2),      # zero_grad every second step
+        "seed": int(rng.integers(0, 2 ** 31)),
+    }
+
+
+def _model(cx, config):
+    nn = cx.nn
+    dtype = getattr(cx, config["dtype"])
+    sizes = config["sizes"]
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers.append(nn.Linear(a, b, dtype=dtype))
+        if i < len(sizes) - 2:
+            act = config["activations"][i]
+            if act == "relu":
+                layers.append(nn.ReLU())
+            elif act == "tanh":
+                layers.append(nn.Tanh())
+            if config["dropout"]:
+                layers.append(nn.Dropout(config["dropout"]))
+    return nn.Sequential(*layers)
+
+
+def _optimizer(cx, config, params):
+    kind, lr, decay = config["optimizer"], config["lr"], config["weight_decay"]
+    if kind == "sgd":
+        return cx.optim.SGD(params, lr=lr, weight_decay=decay)
+    if kind == "momentum":
+        return cx.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=decay)
+    if kind == "nesterov":
+        return cx.optim.SGD(params, lr=lr, momentum=0.8, nesterov=True, weight_decay=decay)
+    if kind == "adam":
+        return cx.optim.Adam(params, lr=lr, weight_decay=decay)
+    if kind == "amsgrad":
+        return cx.optim.Adam(params, lr=lr, amsgrad=True)
+    return cx.optim.AdamW(params, lr=lr, weight_decay=decay or 1e-2)
+
+
+def train(cx, config, capture):
+    """(losses, parameters, gradients, optimizer state arrays, the capture's reason)."""
+    rng = np.random.default_rng(config["seed"])
+    sizes, dtype = config["sizes"], np.dtype(config["dtype"])
+    x = rng.standard_normal((config["samples"], sizes[0])).astype(dtype)
+    y = rng.integers(0, sizes[-1], config["samples"])
+    y[rng.random(len(y)) < config["ignored"]] = -100
+    weight = cx.from_numpy(rng.uniform(0.5, 2.0, sizes[-1]).astype(dtype)) if config["class_weights"] else None
+    cx.manual_seed(config["seed"])
+    model = _model(cx, config)
+    opt = _optimizer(cx, config, model.parameters())
+    scheduler = cx.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7) if config["schedule"] else None
+    loss_fn = cx.nn.CrossEntropyLoss(weight=weight, reduction=config["reduction"])
+    counter = [0]
+
+    def step(xb, yb, zero):
+        if zero:
+            opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+    run = cx.capture(step) if capture else step
+    losses = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(config["epochs"]):
+            for start in range(0, len(x), config["batch"]):
+                zero = not config["accumulate"] or counter[0] % 2 == 0
+                counter[0] += 1
+                loss = run(cx.from_numpy(x[start:start + config["batch"]]),
+                           cx.from_numpy(y[start:start + config["batch"]]), zero)
+                losses.append(loss.detach().numpy().copy())
+            if scheduler is not None:
+                scheduler.step()
+    params = [p.detach().numpy().copy() for p in model.parameters()]
+    grads = [None if p.grad is None else p.grad.numpy().copy() for p in model.parameters()]
+    states = []
+    for state in opt.state.values():
+        for key in sorted(state):
+            value = state[key]
+            states.append(value.numpy().copy() if isinstance(value, cx.Tensor) else value)
+    return losses, params, grads, states, getattr(run, "reason", None)
+
+
+def _same(a, b):
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b
+
+
+def difference(cx, config):
+    """None when the eager and the captured loop agree to the bit, else what differs; and the
+    captured loop's reason for running eagerly (None: it was captured)."""
+    eager = train(cx, config, False)
+    captured = train(cx, config, True)
+    for name, i in (("loss", 0), ("parameter", 1), ("gradient", 2), ("optimizer state", 3)):
+        if len(eager[i]) != len(captured[i]):
+            return "%d eager %ss, %d captured" % (len(eager[i]), name, len(captured[i])), captured[4]
+        for k, (a, b) in enumerate(zip(eager[i], captured[i])):
+            if not _same(a, b):
+                return "%s %d differs" % (name, k), captured[4]
+    return None, captured[4]
+
+
+def run_training_loops(cx, seed, programs, log=None):
+    """{"programs", "captured", "eager" (reason -> count), "disagreements" [(i, config, what)]}."""
+    rng = np.random.default_rng(seed)
+    summary = {"programs": 0, "captured": 0, "eager": collections.Counter(), "disagreements": []}
+    for i in range(programs):
+        config = generate(rng)
+        with np.errstate(all="ignore"):
+            what, reason = difference(cx, config)
+        summary["programs"] += 1
+        if reason is None:
+            summary["captured"] += 1
+        else:
+            summary["eager"][reason] += 1
+        if what is not None:
+            summary["disagreements"].append((i, config, what))
+            if log:
+                log("program %d: %s (%s)" % (i, what, config))
+    return summary
+
+
+def report(summary):
+    lines = ["difftest --training-loops: %d programs, %d captured, %d disagreed"
+             % (summary["programs"], summary["captured"], len(summary["disagreements"]))]
+    for reason, count in summary["eager"].most_common():
+        lines.append("  ran eagerly (%d): %s" % (count, reason))
+    for i, config, what in summary["disagreements"][:10]:
+        lines.append("  program %d: %s\n    %s" % (i, what, config))
+    return "\n".join(lines)

@@ -1,0 +1,389 @@
+"""Captured training steps (cextend.capture): a replay is the eager step to the bit.
+
+Each test trains two copies of a model from the same initial parameters, one
+calling the step function eagerly and one through cextend.capture, and
+requires the same bits in every loss, parameter, gradient and optimizer
+state, over many steps and random configurations.  What cannot be replayed
+must run eagerly (still the same bits) and say why, once.
+"""
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import cextend as cx
+import cextend.nn as nn
+import cextend.nn.functional as F
+from cextend import CaptureWarning
+
+
+def _mlp(sizes, dtype, seed):
+    cx.manual_seed(seed)
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers.append(nn.Linear(a, b, dtype=dtype))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def _optimizer(kind, params):
+    if kind == "sgd":
+        return cx.optim.SGD(params, lr=0.05)
+    if kind == "momentum":
+        return cx.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    if kind == "nesterov":
+        return cx.optim.SGD(params, lr=0.02, momentum=0.8, nesterov=True, dampening=0.0)
+    if kind == "adam":
+        return cx.optim.Adam(params, lr=1e-3)
+    if kind == "adamw":
+        return cx.optim.AdamW(params, lr=1e-3, weight_decay=0.05)
+    raise ValueError(kind)
+
+
+def _data(rng, n, features, classes, dtype):
+    x = rng.standard_normal((n, features)).astype(dtype)
+    y = rng.integers(0, classes, n)
+    return x, y
+
+
+def _train(step_fn_factory, capture, x, y, batch, epochs):
+    model, opt, step = step_fn_factory()
+    run = cx.capture(step) if capture else step
+    losses = []
+    for _ in range(epochs):
+        for start in range(0, len(x), batch):
+            loss = run(cx.from_numpy(x[start:start + batch]), cx.from_numpy(y[start:start + batch]))
+            losses.append(loss.detach().numpy().copy())
+    return model, opt, run, losses
+
+
+def _standard_step(sizes, dtype, optimizer, seed, reduction="mean"):
+    def factory():
+        model = _mlp(sizes, dtype, seed)
+        opt = _optimizer(optimizer, model.parameters())
+        loss_fn = nn.CrossEntropyLoss(reduction=reduction)
+
+        def step(xb, yb):
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            return loss
+        return model, opt, step
+    return factory
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def _assert_same_training(eager, captured):
+    (m0, o0, _, l0), (m1, o1, _, l1) = eager, captured
+    assert len(l0) == len(l1)
+    for a, b in zip(l0, l1):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    for p, q in zip(m0.parameters(), m1.parameters()):
+        np.testing.assert_array_equal(_bits(p.detach().numpy()), _bits(q.detach().numpy()))
+        np.testing.assert_array_equal(_bits(p.grad.numpy()), _bits(q.grad.numpy()))
+    for s0, s1 in zip(o0.state.values(), o1.state.values()):
+        assert s0.keys() == s1.keys()
+        for k in s0:
+            v0, v1 = s0[k], s1[k]
+            if isinstance(v0, cx.Tensor):
+                np.testing.assert_array_equal(v0.numpy(), v1.numpy())
+            else:
+                assert v0 == v1
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "nesterov", "adam", "adamw"])
+@pytest.mark.parametrize("dtype", [cx.float32, cx.float64])
+def test_a_hundred_captured_steps_give_the_eager_bits(optimizer, dtype):
+    rng = np.random.default_rng(1)
+    x, y = _data(rng, 362, 12, 5, dtype.numpy)       # 11 batches of 32 and a ragged one of 10
+    factory = _standard_step((12, 24, 16, 5), dtype, optimizer, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)       # every step here is capturable
+        eager = _train(factory, False, x, y, 32, 9)
+        captured = _train(factory, True, x, y, 32, 9)
+    assert len(captured[3]) == 108
+    assert captured[2].reason is None
+    _assert_same_training(eager, captured)
+
+
+def test_generated_training_loops_both_ways():
+    """The differential tester's training-loop mode (python -m difftest --training-loops):
+    random models, optimizers, losses, schedules and batch sizes, eager and captured."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from difftest.training import report, run_training_loops
+    summary = run_training_loops(cx, seed=2024, programs=40)
+    assert not summary["disagreements"], report(summary)
+    assert summary["captured"] >= 20, report(summary)       # most configurations replay
+    assert summary["eager"], report(summary)                 # and some exercise the fallback
+
+
+def test_class_weights_replaced_between_steps_record_again():
+    rng = np.random.default_rng(3)
+    x, y = _data(rng, 64, 5, 4, np.float64)
+    results = []
+    for capture in (False, True):
+        model = _mlp((5, 4), cx.float64, 0)
+        opt = cx.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn = nn.CrossEntropyLoss(weight=cx.from_numpy(np.array([1.0, 2.0, 0.5, 1.0])))
+
+        def step(xb, yb):
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            return loss
+        run = cx.capture(step) if capture else step
+        for k in range(4):
+            if k == 2:
+                loss_fn.weight = cx.from_numpy(np.array([0.1, 1.0, 3.0, 1.0]))
+            run(cx.from_numpy(x[:32]), cx.from_numpy(y[:32]))
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if capture:
+            assert run.reason is None
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_replays_return_fresh_detached_tensors_and_fresh_gradients():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 64, 6, 3, np.float32)
+    model, opt, step = _standard_step((6, 8, 3), cx.float32, "sgd", seed=0)()
+    run = cx.capture(step)
+    first = run(cx.from_numpy(x[:32]), cx.from_numpy(y[:32]))
+    kept = first.item()
+    grad_before = model[0].weight.grad
+    grad_values = grad_before.numpy().copy()
+    second = run(cx.from_numpy(x[32:]), cx.from_numpy(y[32:]))
+    third = run(cx.from_numpy(x[:32]), cx.from_numpy(y[:32]))
+    assert first.item() == kept                       # earlier results are not buffers replays reuse
+    assert second is not third and second.item() != third.item()
+    assert first.grad_fn is None and not first.requires_grad
+    np.testing.assert_array_equal(grad_before.numpy(), grad_values)
+    assert model[0].weight.grad is not grad_before
+
+
+def test_the_callers_arguments_are_never_written():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 32, 6, 3, np.float64)
+    model, opt, step = _standard_step((6, 3), cx.float64, "sgd", seed=0)()
+    run = cx.capture(step)
+    xs = [cx.from_numpy(x.copy()) for _ in range(3)]
+    for t in xs:
+        run(t, cx.from_numpy(y))
+    for t in xs:
+        np.testing.assert_array_equal(t.numpy(), x)
+
+
+def test_a_learning_rate_schedule_is_honoured():
+    rng = np.random.default_rng(5)
+    x, y = _data(rng, 96, 5, 4, np.float32)
+    results = []
+    for capture in (False, True):
+        model, opt, step = _standard_step((5, 7, 4), cx.float32, "momentum", seed=1)()
+        scheduler = cx.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        run = cx.capture(step) if capture else step
+        for epoch in range(6):
+            for start in range(0, 96, 32):
+                run(cx.from_numpy(x[start:start + 32]), cx.from_numpy(y[start:start + 32]))
+            scheduler.step()
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_out_of_range_target_raises_in_a_replay_as_eagerly():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 32, 6, 3, np.float32)
+    model, opt, step = _standard_step((6, 3), cx.float32, "sgd", seed=0)()
+    run = cx.capture(step)
+    run(cx.from_numpy(x), cx.from_numpy(y))
+    run(cx.from_numpy(x), cx.from_numpy(y))
+    weights = model[0].weight.detach().numpy().copy()
+    bad = y.copy()
+    bad[5] = 3
+    with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+        run(cx.from_numpy(x), cx.from_numpy(bad))
+    np.testing.assert_array_equal(model[0].weight.detach().numpy(), weights)     # nothing stepped
+
+
+# -- what cannot be replayed runs eagerly, and says why ------------------------------------------
+
+def _refused(step_body, match, steps=4, dtype=cx.float64, model_fn=None):
+    """The step runs eagerly with a CaptureWarning matching `match`, and trains as the eager one."""
+    rng = np.random.default_rng(9)
+    x, y = _data(rng, 32 * steps, 6, 3, dtype.numpy)
+    outcomes = []
+    for capture in (False, True):
+        cx.manual_seed(4)
+        model = model_fn() if model_fn else _mlp((6, 8, 3), dtype, 4)
+        opt = cx.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(xb, yb):
+            return step_body(model, opt, xb, yb)
+        run = cx.capture(step) if capture else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for start in range(0, len(x), 32):
+                cx.manual_seed(start)
+                run(cx.from_numpy(x[start:start + 32]), cx.from_numpy(y[start:start + 32]))
+        outcomes.append([p.detach().numpy().copy() for p in model.parameters()])
+        if capture:
+            notes = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+            assert len(notes) == 1 and match in notes[0], notes
+            assert match in run.reason
+    for a, b in zip(*outcomes):
+        np.testing.assert_array_equal(a, b)
+
+
+def _plain(model, opt, xb, yb):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def test_item_in_the_step_is_refused():
+    def body(model, opt, xb, yb):
+        loss = _plain(model, opt, xb, yb)
+        if loss.item() > 100:           # data-dependent control flow
+            opt.zero_grad()
+        return loss
+    _refused(body, "reads a value back into Python")
+
+
+def test_random_numbers_are_refused():
+    model_fn = lambda: nn.Sequential(nn.Linear(6, 8, dtype=cx.float64), nn.Dropout(0.3),  # noqa: E731
+                                     nn.Linear(8, 3, dtype=cx.float64))
+    _refused(_plain, "random numbers", model_fn=model_fn)
+
+
+def test_an_op_without_a_captured_kernel_is_refused():
+    model_fn = lambda: nn.Sequential(nn.Linear(6, 8, dtype=cx.float64), nn.Tanh(),  # noqa: E731
+                                     nn.Linear(8, 3, dtype=cx.float64))
+    _refused(_plain, "an op outside the captured kernels made a tensor", model_fn=model_fn)
+
+
+def test_an_in_place_change_outside_the_optimizer_is_refused():
+    def body(model, opt, xb, yb):
+        loss = _plain(model, opt, xb, yb)
+        with cx.no_grad():
+            model[0].weight.mul_(0.999)          # hand-written weight decay
+        return loss
+    _refused(body, "in-place")
+
+
+def test_grad_set_by_hand_is_refused():
+    def body(model, opt, xb, yb):
+        for p in model.parameters():
+            p.grad = None
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+    _refused(body, "sets .grad by hand")
+
+
+def test_hooks_are_refused():
+    def with_module_hook():
+        model = _mlp((6, 8, 3), cx.float64, 4)
+        model[0].register_forward_hook(lambda m, i, o: None)
+        return model
+    _refused(_plain, "module hook", model_fn=with_module_hook)
+
+    def with_tensor_hook(model, opt, xb, yb):
+        opt.zero_grad()
+        out = model(xb)
+        out.register_hook(lambda g: g)
+        F.cross_entropy(out, yb).backward()
+        opt.step()
+    _refused(with_tensor_hook, "hook")
+
+
+def test_a_result_that_is_not_a_computed_tensor_is_refused():
+    def body(model, opt, xb, yb):
+        _plain(model, opt, xb, yb)
+        return {"loss": 1}
+    _refused(body, "returns something other than tensors")
+
+
+def test_arguments_that_require_grad_run_eagerly():
+    model, opt, step = _standard_step((6, 3), cx.float64, "sgd", seed=0)()
+    run = cx.capture(step)
+    x = cx.randn(4, 6, dtype=cx.float64, requires_grad=True)
+    with pytest.warns(CaptureWarning, match="requires grad"):
+        run(x, cx.tensor([0, 1, 2, 0]))
+    assert x.grad is not None                   # the eager step's effect on the caller's tensor
+
+
+def test_a_hook_added_after_capture_stops_the_replays():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 32, 6, 3, np.float64)
+    model, opt, step = _standard_step((6, 8, 3), cx.float64, "sgd", seed=0)()
+    run = cx.capture(step)
+    run(cx.from_numpy(x), cx.from_numpy(y))
+    calls = []
+    model[2].register_forward_hook(lambda m, i, o: calls.append(1))
+    with pytest.warns(CaptureWarning, match="module hook"):
+        run(cx.from_numpy(x), cx.from_numpy(y))
+    run(cx.from_numpy(x), cx.from_numpy(y))
+    assert calls == [1, 1]
+
+
+def test_replaced_parameter_data_and_mode_changes_record_again():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 32, 6, 3, np.float64)
+    results = []
+    for capture in (False, True):
+        model, opt, step = _standard_step((6, 8, 3), cx.float64, "sgd", seed=0)()
+        run = cx.capture(step) if capture else step
+        run(cx.from_numpy(x), cx.from_numpy(y))
+        run(cx.from_numpy(x), cx.from_numpy(y))
+        model[0].weight.data = cx.from_numpy(np.full((8, 6), 0.01))      # a new array
+        run(cx.from_numpy(x), cx.from_numpy(y))
+        model[0].weight.requires_grad_(False)                            # frozen: no gradient now
+        run(cx.from_numpy(x), cx.from_numpy(y))
+        model.eval()
+        run(cx.from_numpy(x), cx.from_numpy(y))
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if capture:
+            assert run.reason is None
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_other_threads_run_their_ops_while_a_step_records():
+    rng = np.random.default_rng(0)
+    x, y = _data(rng, 32, 6, 3, np.float64)
+    model, opt, step = _standard_step((6, 8, 3), cx.float64, "sgd", seed=0)()
+    run = cx.capture(step)
+    stop = threading.Event()
+    seen = []
+
+    def other():
+        while not stop.is_set():
+            t = cx.tanh(cx.ones(3))          # no kernel of the step's: must not refuse it
+            seen.append(float(t[0]))
+    worker = threading.Thread(target=other)
+    worker.start()
+    try:
+        for _ in range(5):
+            run(cx.from_numpy(x), cx.from_numpy(y))
+    finally:
+        stop.set()
+        worker.join()
+    assert run.reason is None and seen
+
+
+def test_capture_takes_a_callable():
+    with pytest.raises(TypeError, match="callable"):
+        cx.capture(3)
