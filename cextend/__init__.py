@@ -7,14 +7,17 @@ C kernels (src/) -> one cffi door (cextend._backend) -> numpy-level ops
     import cextend as torch        # the seed note's listings run unchanged
 """
 from cextend import _dtype  # noqa: E402
-from cextend._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int32,
-                            int64, long, uint8)
+from cextend._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, half, int,
+                            int32, int64, long, uint8)
 from cextend._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                                 full_like, linspace, logspace, normal, ones, ones_like, rand, rand_like,
                                 randint, randint_like, randn, randn_like, randperm, range, tensor, zeros,
                                 zeros_like)
 from cextend._backend import available_isas, get_isa, get_num_threads, set_isa, set_num_threads
-from cextend._random import initial_seed, manual_seed
+from cextend._random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,  # noqa: F401
+                             seed, set_rng_state)
+from cextend._sampling import bernoulli, multinomial, poisson  # noqa: E402,F401
+from cextend import random  # noqa: E402,F401  (torch.random: fork_rng and the global generator's state)
 from cextend.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                                        no_grad, set_grad_enabled)
 from cextend.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
@@ -39,6 +42,7 @@ from cextend import _ops  # noqa: E402
 from cextend import _storage  # noqa: E402,F401  (untyped_storage, storage_offset, pickling, deepcopy)
 
 _ops.install(globals())
+from cextend import overrides  # noqa: E402,F401  (torch.overrides; also torch._C's switches)
 from cextend._ops.reduction import return_types  # noqa: E402,F401
 from cextend import _legacy  # noqa: E402
 from cextend._legacy import get_default_dtype, set_default_dtype  # noqa: E402,F401

@@ -158,7 +158,7 @@ def with_quick_forward(checked):
                         y_ptr = _FROM_BUFFER(ctype, y)
                         if not kernel(n, k, m, x_ptr, w_ptr, b_ptr, y_ptr):
                             if _capture._active is not None:
-                                _capture.kernel(kernel, (n, k, m, x_ptr, w_ptr, b_ptr, y_ptr), (x, w, b), (y,))
+                                _capture.kernel(kernel, (n, k, m, x_ptr, w_ptr, b_ptr, y_ptr), (x, w, b), (y,), check)
                             return y
                 except ValueError:
                     pass
@@ -208,7 +208,7 @@ def linear_backward_quick(dy, x, w, want_dx, want_dw, want_db):
     if kernel(*args):
         return None
     if _capture._active is not None:
-        _capture.kernel(kernel, args, (dy, x, w), (dx, dw, db))
+        _capture.kernel(kernel, args, (dy, x, w), (dx, dw, db), check)
     return dx, dw, db
 
 
@@ -299,7 +299,7 @@ def relu(x):
     if entry[1](*args):
         return None
     if _capture._active is not None:
-        _capture.kernel(entry[1], args, (x,), (out,))
+        _capture.kernel(entry[1], args, (x,), (out,), check)
     return out
 
 
@@ -318,7 +318,7 @@ def threshold_backward(grad, result):
     if entry[2](*args):
         return None
     if _capture._active is not None:
-        _capture.kernel(entry[2], args, (grad, result), (out,))
+        _capture.kernel(entry[2], args, (grad, result), (out,), check)
     return out
 
 
@@ -425,7 +425,7 @@ def softmax_rows(x, log_softmax):
         args = (out.size // cols, cols, _FROM_BUFFER(entry[0], x), _FROM_BUFFER(entry[0], out), int(log_softmax))
         check(entry[1](*args))
         if _capture._active is not None:
-            _capture.kernel(entry[1], args, (x,), (out,))
+            _capture.kernel(entry[1], args, (x,), (out,), check)
     return out
 
 
@@ -444,7 +444,7 @@ def softmax_backward_rows(grad, result, log_softmax):
                 _FROM_BUFFER(ctype, out), int(log_softmax))
         check(entry[2](*args))
         if _capture._active is not None:
-            _capture.kernel(entry[2], args, (grad, result), (out,))
+            _capture.kernel(entry[2], args, (grad, result), (out,), check)
     return out
 
 
@@ -476,7 +476,7 @@ def nll_forward(x, target, weight, ignore_index, reduction):
     if _capture._active is not None:
         # a replay raises as the eager op does when a new target is out of range
         _capture.kernel(entry[3], args, (x, target, weight), (out, total, bad),
-                        check=lambda status: _nll_replayed(status, bad, target))
+                        lambda status: _nll_replayed(status, bad, target))
     return out, total, int(bad)
 
 
@@ -507,7 +507,7 @@ def nll_backward(grad, shape, target, weight, ignore_index, reduction, total_wei
             _FROM_BUFFER(ctype, total_weight), _FROM_BUFFER(ctype, out))
     check(entry[4](*args))
     if _capture._active is not None:
-        _capture.kernel(entry[4], args, (grad, target, weight, total_weight), (out,))
+        _capture.kernel(entry[4], args, (grad, target, weight, total_weight), (out,), check)
     return out
 
 

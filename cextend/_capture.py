@@ -38,6 +38,13 @@ except ImportError:         # numpy < 2
 
 _active = None              # the _Recording in progress, or None (read by the sites)
 
+# Set by the modules that own them when they are imported, so that this
+# module imports nothing of cextend's (every op module imports it).
+Tensor = None               # cextend.tensor: the Tensor class and its internal constructor
+wrap = None
+grad_enabled = None         # cextend._grad_state.is_grad_enabled
+module_hooks_exist = None   # cextend.nn.module: whether any global module hook is registered
+
 
 class CaptureWarning(UserWarning):
     """A captured step runs eagerly; the message says why."""
@@ -94,13 +101,14 @@ class _Recording:
 
 # -- what the sites call (only while a recording is active: `_active is not None`) ----------
 
-def kernel(function, args, reads, writes, check=None):
-    """A C kernel call that ran: `function(*args)` wrote `writes` from `reads` (arrays)."""
+def kernel(function, args, reads, writes, check):
+    """A C kernel call that ran: `function(*args)` wrote `writes` from `reads` (arrays); a
+    replay passes its return value to check(), which raises on a failure."""
     recording = _active
     if recording is None or not recording.here():
         return
     index = len(recording.actions)
-    recording.actions.append((function, tuple(args), check or _status))
+    recording.actions.append((function, tuple(args), check))
     for array in reads:
         if array is not None:
             recording.reads.append((index, array))
@@ -177,12 +185,6 @@ def leaf_accumulated(tensor):
     recording = _active
     if recording is not None and recording.here():
         recording.leaves.append((tensor, tensor._data, tensor._requires_grad))
-
-
-def _status(status):
-    if status:
-        from cextend import _backend
-        _backend.check(status)
 
 
 def _no_check(_):
@@ -274,8 +276,6 @@ def _build(recording, input_arrays, result):
 
 def _outputs(result, inputs, written):
     """How to return step_fn's result from a replay: a structure of detached copies."""
-    from cextend.tensor import Tensor
-
     def spec(value):
         if isinstance(value, Tensor):
             data = value._data
@@ -295,10 +295,9 @@ def _outputs(result, inputs, written):
 
 
 def _materialize(spec):
-    from cextend.tensor import _wrap
     kind = spec[0]
     if kind == "tensor":
-        return _wrap(spec[1].copy())
+        return wrap(spec[1].copy())
     if kind == "none":
         return None
     parts = [_materialize(p) for p in spec[1]]
@@ -309,7 +308,6 @@ def _materialize(spec):
 
 def _signature(args, kwargs):
     """The arguments' shapes and dtypes (tensors) and values (the rest), or a reason."""
-    from cextend.tensor import Tensor
     parts = []
     for value in list(args) + [kwargs[k] for k in sorted(kwargs)]:
         if isinstance(value, Tensor):
@@ -369,13 +367,8 @@ class CapturedStep:
 
     def _record(self, key, args, kwargs):
         global _active
-        from cextend import _grad_state, _random
-        from cextend.autograd import anomaly_mode
-        from cextend.tensor import Tensor, _wrap
         if _active is not None:
             return self._eager("a captured step runs inside another one's recording", args, kwargs)
-        if anomaly_mode._state[0]:
-            return self._eager("anomaly detection is on", args, kwargs)
         # The recorded arguments are private copies: a replay copies the next arguments into
         # them, never into the caller's tensors.
         private = []
@@ -384,26 +377,23 @@ class CapturedStep:
             if isinstance(value, Tensor):
                 data = np.array(value._data, order="C", copy=True)
                 private.append(data)
-                value = _wrap(data)
+                value = wrap(data)
             copies.append(value)
         kw = {}
         for name, value in kwargs.items():
             if isinstance(value, Tensor):
                 data = np.array(value._data, order="C", copy=True)
                 private.append(data)
-                value = _wrap(data)
+                value = wrap(data)
             kw[name] = value
-        rng_before = _rng_state(_random)
-        grad_enabled = _grad_state.is_grad_enabled()
+        enabled = grad_enabled()
         recording = _Recording()
         _active = recording
         try:
             result = self.step_fn(*copies, **kw)
         finally:
             _active = None
-        if _rng_state(_random) != rng_before:
-            recording.refuse("the step draws random numbers")
-        if _grad_state.is_grad_enabled() != grad_enabled:
+        if grad_enabled() != enabled:
             recording.refuse("the step changes the grad mode")
         plan = _build(recording, private, result)
         if isinstance(plan, str):
@@ -420,18 +410,9 @@ class CapturedStep:
         return _materialize(plan.outputs)
 
 
-def _rng_state(random_module):
-    generator = random_module.generator()
-    bits = getattr(generator, "bit_generator", None)
-    if bits is None:
-        bits = getattr(getattr(generator, "_rng", None), "bit_generator", None)
-    return None if bits is None else repr(bits.state)
-
-
 def _guards_hold(plan):
     """Whether what the recording relied on still holds: each module's mode and its lack of
     hooks, and each parameter's array, requires_grad and lack of hooks."""
-    module_mod = _module_module()
     modules, leaves = plan.guards
     for m, training, tensors in modules:
         if m.training != training or m._forward_hooks or m._forward_pre_hooks or m._backward_hooks \
@@ -440,8 +421,7 @@ def _guards_hold(plan):
         for store, name, t, data in tensors:          # replaced, or its .data replaced
             if getattr(m, store).get(name) is not t or t._data is not data:
                 return False
-    if module_mod._global_forward_hooks or module_mod._global_forward_pre_hooks \
-            or module_mod._global_backward_hooks or module_mod._global_backward_pre_hooks:
+    if module_hooks_exist is not None and module_hooks_exist():
         return False
     for tensor, data, requires_grad in leaves:
         if tensor._data is not data or tensor._requires_grad != requires_grad or tensor._hooks \
@@ -450,14 +430,7 @@ def _guards_hold(plan):
     return True
 
 
-@functools.lru_cache(maxsize=None)
-def _module_module():
-    from cextend.nn import module
-    return module
-
-
 def _replay(plan, args, kwargs):
-    from cextend.tensor import Tensor
     values = list(args) + [kwargs[k] for k in sorted(kwargs)]
     buffers = iter(plan.inputs)
     for value in values:

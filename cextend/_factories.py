@@ -165,7 +165,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples from the global generator (see manual_seed)."""
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
-    rng = generator or _random.generator()
+    rng = _random.numpy_rng(generator, "randn")
     sizes = _new_sizes(size)
     draw = _allocating("randn", sizes, lambda: rng.standard_normal(sizes, dtype=np.float64).astype(numpy_dtype))
     return _finish(draw, requires_grad, device)
@@ -174,7 +174,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     numpy_dtype = _numpy_dtype(dtype)
     _check_device(device)
-    rng = generator or _random.generator()
+    rng = _random.numpy_rng(generator, "rand")
     sizes = _new_sizes(size)
     return _finish(_allocating("rand", sizes, lambda: rng.random(sizes).astype(numpy_dtype)), requires_grad, device)
 
@@ -191,16 +191,17 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if high <= low:
         raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high))
     _check_device(device)
-    rng = generator or _random.generator()
+    rng = _random.numpy_rng(generator, "randint")
     sizes, numpy_dtype = _new_sizes((size,)), _numpy_dtype(dtype, _dtype.int64)
     return _finish(_allocating("randint", sizes, lambda: rng.integers(low, high, sizes).astype(numpy_dtype)),
                    requires_grad, device)
 
 
-def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False):
+def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False, generator=None):
     if high is None:
         low, high = 0, low
-    return randint(low, high, t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    return randint(low, high, t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                   generator=generator)
 
 
 def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False):
@@ -209,7 +210,7 @@ def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False)
     if n < 0:
         raise ArgumentError("randperm(): n must be non-negative, got %d" % n)
     sizes = _new_sizes((n,))
-    rng = generator or _random.generator()
+    rng = _random.numpy_rng(generator, "randperm")
     numpy_dtype = _numpy_dtype(dtype, _dtype.int64)
     return _finish(_allocating("randperm", sizes, lambda: rng.permutation(n).astype(numpy_dtype)), requires_grad,
                    device)
@@ -227,7 +228,7 @@ def _int_argument(value, name, op):
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None):
     """Samples of N(mean, std): mean and std may be tensors (broadcast) or numbers (with size)."""
-    rng = generator or _random.generator()
+    rng = _random.numpy_rng(generator, "normal")
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mean_t and not std_t:
         if size is None:
@@ -403,14 +404,16 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _like(full, input, dtype, requires_grad, device, memory_format)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    values = randn(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, generator=None):
+    values = randn(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                   generator=generator)
     values._data = _laid_out_like(values._data, input, memory_format)
     return values
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    values = rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, generator=None):
+    values = rand(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                  generator=generator)
     values._data = _laid_out_like(values._data, input, memory_format)
     return values
 

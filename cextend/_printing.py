@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from cextend import _dtype
+from cextend import _bfloat16, _dtype
 from cextend._device import DeviceArray
 from cextend.tensor import Tensor
 
@@ -218,6 +218,8 @@ def _prefix(tensor):
 def format_tensor(tensor):
     """repr(tensor) exactly as torch 2.13 prints it (`cextend.` in dtype names)."""
     data = tensor._data
+    if data.dtype.kind == "V":
+        data = _bfloat16.to_float32(data)       # torch prints bfloat16 through float32 alike
     prefix = _prefix(tensor)
     indent = len(prefix)
     suffixes = []

@@ -14,12 +14,13 @@ from cextend import _dtype
 
 _BOOL = np.dtype(np.bool_)
 _INT64 = np.dtype(np.int64)
+_FLOAT32 = np.dtype(np.float32)
 
 
 def category(numpy_dtype):
-    """0 for bool, 1 for integers, 2 for floating point."""
+    """0 for bool, 1 for integers, 2 for floating point (bfloat16's V2 included)."""
     kind = numpy_dtype.kind
-    return 2 if kind == "f" else (0 if kind == "b" else 1)
+    return 2 if kind == "f" or kind == "V" else (0 if kind == "b" else 1)
 
 
 def promote_types(a, b):
@@ -31,6 +32,10 @@ def promote_types(a, b):
     ca, cb = category(a), category(b)
     if ca != cb:
         return a if ca > cb else b
+    if a.kind == "V" or b.kind == "V":
+        # bfloat16 and float16 share no wider 16-bit type: both become float32,
+        # and a float32 or float64 partner wins, as in torch's table
+        return max(_FLOAT32, a if b.kind == "V" else b, key=lambda d: d.itemsize)
     # Same category: the wider float, or numpy's (= torch's) integer lattice.
     return np.promote_types(a, b)
 
@@ -39,9 +44,9 @@ def _combine_categories(higher, lower):
     """The result when `lower`-priority operands meet `higher`-priority ones."""
     if higher is None:
         return lower
-    if lower is None or higher.kind == "f":
+    if lower is None or category(higher) == 2:
         return higher
-    if higher.kind == "b" or lower.kind == "f":
+    if higher.kind == "b" or category(lower) == 2:
         return promote_types(higher, lower)
     return higher
 
@@ -86,12 +91,12 @@ def binary_result_type(a, b):
 def float_result(numpy_dtype):
     """What an op that always computes in floating point (true division,
     sin, mean) uses for inputs of this dtype: integers become the default float."""
-    return numpy_dtype if numpy_dtype.kind == "f" else _dtype.DEFAULT_FLOAT.numpy
+    return numpy_dtype if category(numpy_dtype) == 2 else _dtype.DEFAULT_FLOAT.numpy
 
 
 def can_cast(from_dtype, to_dtype):
     """torch.can_cast: no float -> integer, no non-bool -> bool."""
-    if from_dtype.kind == "f" and to_dtype.kind != "f":
+    if category(from_dtype) == 2 and category(to_dtype) != 2:
         return False
     if from_dtype.kind != "b" and to_dtype.kind == "b":
         return False
@@ -106,7 +111,8 @@ def check_inplace_cast(result, target):
 
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                "void16": "BFloat16"}
 
 
 def _torch_name(numpy_dtype):

@@ -577,7 +577,7 @@ class _Reader:
         if ref.get("ndarray", False):
             self.tensors[index] = (ref, array)
             return array
-        if ref.get("requires_grad", False) and array.dtype.kind != "f":
+        if ref.get("requires_grad", False) and array.dtype.kind not in "fV":     # V: bfloat16
             raise _bad("tensor %d is %s and cannot require gradients, but the manifest says it does"
                        % (index, array.dtype))
         tensor = _wrap(array)

@@ -24,9 +24,10 @@ import numpy as np
 
 from cextend import _sizes as _limits
 
-from cextend import _dtype, _random
+from cextend import _bfloat16, _dtype
 from cextend._device import DeviceArray
 from cextend import _capture, _grad_state
+from cextend import _torch_function
 from cextend._memory_format import is_contiguous_in
 from cextend.device import CPU, CUDA
 from cextend.utils.hooks import ListHookHandle
@@ -175,6 +176,34 @@ class Tensor:
             data = _allocating(type(self).__name__, sizes, np.empty, sizes, self._default_dtype)
         self._init(data, False)
 
+    # -- __torch_function__ (cextend._torch_function has the dispatch) -------
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """torch's default: run func with subclass dispatch off and give its
+        Tensor results back as cls (an alias of them), unless cls is not a
+        subclass of every overriding type, where another one should answer."""
+        if kwargs is None:
+            kwargs = {}
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        with _torch_function.DisableTorchFunctionSubclass():
+            ret = func(*args, **kwargs)
+            if func in _torch_function.NOWRAP:
+                return ret
+            return _torch_function.convert(ret, cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _torch_function.prepare_subclass(cls)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False):
+        return _torch_function.make_subclass(cls, data, require_grad)
+
+    def as_subclass(self, cls):
+        """A cls instance over self's memory that stays in self's graph (an alias view)."""
+        return _torch_function.as_subclass(self, cls)
+
     def _init(self, data, requires_grad):
         self._data = data
         self._requires_grad = requires_grad
@@ -213,7 +242,7 @@ class Tensor:
         flag = bool(flag)
         if self._current_grad_fn() is not None:
             raise RuntimeError(self._LEAF_ONLY + ("" if flag else self._USE_DETACH))
-        if flag and self._data.dtype.kind != "f":
+        if flag and not _dtype.is_floating(self._data.dtype):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = flag
 
@@ -223,10 +252,10 @@ class Tensor:
         if self._current_grad_fn() is not None:
             if not flag:
                 raise RuntimeError(self._LEAF_ONLY + self._USE_DETACH)
-            if self._data.dtype.kind != "f":
+            if not _dtype.is_floating(self._data.dtype):
                 raise RuntimeError("only Tensors of floating point dtype can require gradients")
             return self
-        if flag and self._data.dtype.kind != "f":
+        if flag and not _dtype.is_floating(self._data.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
         return self
@@ -355,7 +384,7 @@ class Tensor:
         return _dtype.from_numpy(self._data.dtype)
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating(self._data.dtype)
 
     def is_complex(self):
         return False
@@ -403,6 +432,8 @@ class Tensor:
         if not force and _grad_state.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if self._data.dtype.kind == "V":      # numpy has no bfloat16: torch refuses alike
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if _capture._active is not None:
             _capture.refuse("the step reads a tensor's array (numpy())")
         return self._data
@@ -418,11 +449,15 @@ class Tensor:
             raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % self._data.size)
         if _capture._active is not None:
             _capture.refuse("the step reads a value back into Python (item(), bool(), float(), ...)")
+        if self._data.dtype.kind == "V":
+            return _bfloat16.python_values(self._data.reshape(()))
         return self._data.item()
 
     def tolist(self):
         if _capture._active is not None:
             _capture.refuse("the step reads values back into Python (tolist())")
+        if self._data.dtype.kind == "V":
+            return _bfloat16.python_values(self._data)
         return self._data.tolist()
 
     def __float__(self):
@@ -446,7 +481,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data.item())
+        return bool(self.item())
 
     def __complex__(self):
         return complex(self._python_scalar())
@@ -455,7 +490,7 @@ class Tensor:
         # torch formats 0-d plain tensors as their number (a Parameter, or
         # any subclass, falls back to object's: str() for an empty spec).
         if self._data.ndim == 0 and type(self) is Tensor:
-            return self._data.item().__format__(format_spec)
+            return self.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
     def __len__(self):
@@ -480,6 +515,9 @@ class Tensor:
         if not args:
             return _wrap(np.empty((0,), self._data.dtype))
         if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Size)):
+            if self._data.dtype.kind == "V" or isinstance(args[0], Tensor) and args[0]._data.dtype.kind == "V":
+                source = args[0] if isinstance(args[0], Tensor) else _wrap(np.array(args[0], np.float64))
+                return source.detach().to(self.dtype, copy=True)
             source = args[0]._data if isinstance(args[0], Tensor) else args[0]
             return _wrap(np.array(source, dtype=self._data.dtype))
         sizes = _new_sizes(args)
@@ -497,23 +535,23 @@ class Tensor:
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         sizes = _new_sizes((size,))
+        if numpy_dtype.kind == "V":     # numpy would store fill_value's raw bytes
+            return _wrap(_allocating("new_full", sizes, _bfloat16.filled, sizes, fill_value)
+                         ).requires_grad_(requires_grad)
         return _wrap(_allocating("new_full", sizes, np.full, sizes, fill_value, numpy_dtype)
                      ).requires_grad_(requires_grad)
 
     def _new(self, make, size, dtype, requires_grad):
         numpy_dtype = _dtype.as_dtype(dtype).numpy if dtype is not None else self._data.dtype
         sizes = _new_sizes(size)
+        if numpy_dtype.kind == "V" and make is np.ones:     # np.ones would store the bits 0x0001
+            return _wrap(_allocating("new_ones", sizes, _bfloat16.filled, sizes, 1.0)
+                         ).requires_grad_(requires_grad)
         return _wrap(_allocating("new_" + make.__name__, sizes, make, sizes, numpy_dtype)
                      ).requires_grad_(requires_grad)
 
-    def uniform_(self, a=0.0, b=1.0, generator=None):
-        """Fill with samples from U(a, b) from the global generator (see manual_seed)."""
-        rng = generator or _random.generator()
-        return self.copy_(_wrap(rng.uniform(a, b, self._data.shape).astype(self._data.dtype)))
-
-    def normal_(self, mean=0.0, std=1.0, generator=None):
-        rng = generator or _random.generator()
-        return self.copy_(_wrap(rng.normal(mean, std, self._data.shape).astype(self._data.dtype)))
+    # The samplers (uniform_, normal_, random_, bernoulli_, ...) are
+    # cextend._sampling's, attached to Tensor there.
 
     # __repr__ is cextend._printing's (torch's format).  No __str__:
     # object's calls type(self).__repr__, so print(parameter) shows
@@ -526,3 +564,8 @@ class Tensor:
     @property
     def mT(self):
         return self.transpose(-2, -1)
+
+
+_torch_function.Tensor = Tensor
+_torch_function._PLAIN.update((Tensor, Size))
+_capture.Tensor, _capture.wrap, _capture.grad_enabled = Tensor, _wrap, _grad_state.is_grad_enabled

@@ -9,11 +9,13 @@ from cextend._ops import spatial, spatial_resample  # noqa: F401  (pad, interpol
 from cextend._ops import recurrent  # noqa: F401  (the recurrent cells, on src/rnn.c)
 from cextend._ops import pointwise_more, splitting  # noqa: F401  (hypot, logaddexp, xlogy, copysign, shifts; tensor_split)
 from cextend._ops import distance, nn_ctc, nn_norms  # noqa: F401  (group/instance/local response norm, distances, ctc_loss)
+from cextend._ops import bfloat16
 from cextend._ops.registry import OPS
 from cextend.tensor import Tensor
 
 
 def install(namespace):
+    bfloat16.install(OPS, registry._EXTRA_METHODS, Tensor)     # before the methods are attached
     registry.install(Tensor, namespace)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 from cextend._memory_format import contiguous_format, empty_as, is_contiguous_in, preserve_format
 
 from cextend._fpe import quietly
-from cextend import _dtype
+from cextend import _bfloat16, _dtype
 from cextend._device import DeviceArray
 from cextend.autograd import record as rec
 from cextend._ops import samples as S
@@ -71,13 +71,17 @@ def _preserve_format(data, source):
 def to_dtype(x, numpy_dtype, copy=False):
     """x in another dtype (x itself when nothing changes and no copy is asked)."""
     numpy_dtype = np.dtype(numpy_dtype)
-    if numpy_dtype == x._data.dtype and not copy:
+    source = x._data.dtype
+    if numpy_dtype == source and not copy:
         return x
-    data = quietly(x._data.astype, numpy_dtype)      # inf/NaN to int: C's cast, no warning
+    if (numpy_dtype.kind == "V" or source.kind == "V") and numpy_dtype != source:
+        data = _bfloat16.cast(x._data, numpy_dtype)     # numpy's own cast would copy raw bytes
+    else:
+        data = quietly(x._data.astype, numpy_dtype)      # inf/NaN to int: C's cast, no warning
     if type(data) is np.ndarray and data.ndim > 1 and not x._data.flags.c_contiguous:
         data = _preserve_format(data, x._data)
     out = _wrap(data)
-    if numpy_dtype.kind == "f" and rec.needs_grad(x):
+    if _dtype.is_floating(numpy_dtype) and rec.needs_grad(x):
         node = rec.record(_ToCopyNode, (x,), out)
         node.in_dtype = x._data.dtype
     return out
@@ -95,6 +99,9 @@ def to_device(x, target):
     source = "cuda" if type(x._data) is DeviceArray else "cpu"
     if target == source:
         return x
+    if x._data.dtype.kind == "V":
+        raise TypeError("to(): cextend keeps bfloat16 tensors in host memory only; convert to float32 "
+                        "before moving to %s" % target)
     data = DeviceArray.from_host(x._data) if target == "cuda" else x._data.to_host()
     out = _wrap(data)
     if rec.needs_grad(x):
@@ -110,7 +117,7 @@ def type_as(self, other):
 method("type_as", type_as)
 for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
                    ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool),
-                   ("byte", _dtype.uint8)):
+                   ("byte", _dtype.uint8), ("bfloat16", _dtype.bfloat16)):
     method(_name, (lambda numpy_dtype: lambda self: to_dtype(self, numpy_dtype))(_dt.numpy))
 
 
@@ -154,9 +161,12 @@ def _to_format(self, moved, target, memory_format, copy):
     if moved is self and not copy and numpy_dtype == self._data.dtype and \
             is_contiguous_in(self._data, memory_format):
         return self
-    quietly(lambda: np.copyto(laid_out, moved._data, casting="unsafe"))     # inf/NaN to int: C's cast
+    source = moved._data
+    if (numpy_dtype.kind == "V" or source.dtype.kind == "V") and numpy_dtype != source.dtype:
+        source = _bfloat16.cast(source, numpy_dtype)     # numpy's own cast would copy raw bytes
+    quietly(lambda: np.copyto(laid_out, source, casting="unsafe"))     # inf/NaN to int: C's cast
     out = _wrap(laid_out)
-    if numpy_dtype.kind == "f" and moved._data.dtype.kind == "f" and rec.needs_grad(moved):
+    if _dtype.is_floating(numpy_dtype) and _dtype.is_floating(moved._data.dtype) and rec.needs_grad(moved):
         node = rec.record(_ToCopyNode, (moved,), out)
         node.in_dtype = moved._data.dtype
     return out

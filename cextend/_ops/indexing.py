@@ -281,7 +281,7 @@ def copy_into(self, src, expanded_ok=False, node_cls=_CopyNode):
     # torch: copying into an integer tensor records nothing (no gradient
     # can flow through an integer), so it makes no view checks either;
     # every other in-place op would (fill_ of an int64 view records).
-    differentiable = self._data.dtype.kind == "f"
+    differentiable = self._data.dtype.kind in "fV"      # V: bfloat16
     if expanded_ok and not same:
         recording = rec.prepare_inplace(self, (src,), check_overlap=False, differentiable=differentiable)
         check_no_partial(self._data, (src,))

@@ -17,6 +17,8 @@ data structure it is.
 """
 import numpy as np
 
+from cextend import _torch_function
+
 
 class Sample:
     """One call of an op: positional and keyword arguments.
@@ -102,15 +104,29 @@ def method(name, function):
     return function
 
 
+# Factories outside the table that take a tensor, so dispatch on it as torch's do.
+_LIKE_FACTORIES = ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                   "randint_like")
+
+
 def install(tensor_cls, namespace):
-    """Attach every op to Tensor and to the module namespace."""
+    """Attach every op to Tensor and to the module namespace.
+
+    Tensor gets the implementations themselves (a plain tensor's method
+    call pays nothing for __torch_function__; subclasses get dispatching
+    versions, see cextend._torch_function); the namespace gets each
+    spelling's own dispatching wrapper, the function that __torch_function__
+    handlers receive and key on."""
+    module = namespace.get("__name__", "cextend")
     for info in OPS.values():
         for spelling in (info.name,) + info.aliases:
             if info.method:
                 setattr(tensor_cls, spelling, info.function)
             if info.module:
-                namespace[spelling] = info.function
+                namespace[spelling] = _torch_function.public_function(info.function, module, spelling)
             if info.inplace is not None:
                 setattr(tensor_cls, spelling + "_", info.inplace)
     for name, function in _EXTRA_METHODS.items():
         setattr(tensor_cls, name, function)
+    _torch_function.wrap_namespace(namespace, module, names=[n for n in _LIKE_FACTORIES if n in namespace])
+    _torch_function.ready()

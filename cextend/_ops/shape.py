@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from cextend import _capture
+from cextend import _capture, _torch_function
 from cextend._device import DeviceArray
 from cextend.autograd import record as rec
 from cextend._ops._layout import compute_stride, restrided, unsqueeze_stride
@@ -722,3 +722,6 @@ def _in_place_view(name, op):
 
 for _name, _op in (("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", t), ("transpose_", transpose)):
     method(_name, _in_place_view(_name, _op))
+
+# Tensor.as_subclass and Tensor._make_subclass (cextend._torch_function) are views made here.
+_torch_function.alias, _torch_function.detach = _alias, detach

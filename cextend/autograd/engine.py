@@ -19,6 +19,7 @@ import itertools
 import numpy as np
 
 from cextend.autograd import anomaly_mode, grad_mode
+from cextend import _bfloat16, _dtype
 from cextend import _capture
 from cextend._device import filled_like
 from cextend._fpe import quietly
@@ -51,7 +52,7 @@ def _root_gradients(tensors, grads, Tensor, ones_like):
         elif g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if t._data.dtype.kind != "f":
+            if not _dtype.is_floating(t._data.dtype):
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs but got %s"
                                    % t.dtype.name)
             g = ones_like(t)
@@ -132,6 +133,8 @@ def _add(a, b, create_graph):
         return b
     if create_graph:
         return a + b
+    if a._data.dtype.kind == "V":
+        return _wrap(_bfloat16.add_arrays(a._data, b._data))
     return _wrap(quietly(np.add, a._data, b._data))
 
 
@@ -320,7 +323,7 @@ def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
                 results = node.apply(grads)
             else:
                 if _capture._active is not None:
-                    _capture.refuse("a node hook runs in backward")
+                    _capture.refuse("a node hook (or anomaly detection) runs in backward")
                 results = _run(node, grads)
             if not retain_graph:
                 node._release()
@@ -364,6 +367,8 @@ def _retain_grads(node, grads):
 
 
 def _ones_like(t):
+    if t._data.dtype.kind == "V":
+        return _wrap(_bfloat16.filled(t._data.shape, 1.0))     # np's "1" would be the bits 0x0001
     ones = filled_like(t._data.shape, t._data.dtype, 1, like=t._data)
     if _capture._active is not None:
         _capture.fill(ones, 1)

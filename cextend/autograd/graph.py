@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from cextend import _bfloat16
 from cextend._fpe import quietly
 from cextend._overlap import check_not_self_overlapping, non_overlapping_and_dense
 
@@ -171,7 +172,10 @@ def accumulate_into(tensor, grad):
             tensor._grad = current + grad
         else:
             check_not_self_overlapping(current._data)       # an expanded .grad, set by hand
-            quietly(np.add, current._data, grad._data, current._data)
+            if current._data.dtype.kind == "V":
+                current._data[...] = _bfloat16.add_arrays(current._data, grad._data)
+            else:
+                quietly(np.add, current._data, grad._data, current._data)
             current._version_counter[0] += 1
 
 

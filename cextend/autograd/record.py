@@ -10,6 +10,7 @@ ops record the same node and then rebase the modified tensor's history
 import numpy as np
 
 from cextend import _capture
+from cextend._bfloat16 import upcast_grad
 from cextend._overlap import check_no_partial, check_not_self_overlapping
 from cextend._promotion import _torch_name, check_inplace_cast
 from cextend.autograd import views
@@ -44,11 +45,14 @@ class BuiltinNode(Node):
         if self.multi_output:
             if all(g is None for g in grads):
                 return (None,) * len(self.next_functions)
+            grads = [upcast_grad(g) for g in grads]
             result = self.backward(grads, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
         else:
             g = grads[0]
             if g is None:
                 return (None,) * len(self.next_functions)
+            if g._data.dtype.kind == "V":
+                g = upcast_grad(g)
             if saved:
                 result = self.backward(g, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
             else:
@@ -268,14 +272,14 @@ def connect(node, inputs):
 def _check_differentiable_output(out):
     """torch refuses to attach history to a new integer tensor, or to a
     view of an integer tensor that fill_ gave a value requiring grad."""
-    if out._data.dtype.kind != "f":
+    if out._data.dtype.kind not in "fV":
         raise RuntimeError("Autograd not support dtype: %s" % _torch_name(out._data.dtype))
 
 
 def record(node_cls, inputs, out, saved=()):
     """Record node_cls as out's grad_fn (out: one Tensor, or a tuple of them)."""
     if type(out) is not tuple:
-        if out._data.dtype.kind != "f":
+        if out._data.dtype.kind != "f":     # bfloat16 (V2) passes the check
             _check_differentiable_output(out)
     else:
         # views of an integer tensor (chunk, split, unbind) carry its history:
@@ -290,7 +294,7 @@ def record(node_cls, inputs, out, saved=()):
     if type(out) is tuple:
         node.num_outputs = len(out)
         for i, o in enumerate(out):
-            if o is not None and o._data.dtype.kind == "f":
+            if o is not None and o._data.dtype.kind in "fV":
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True

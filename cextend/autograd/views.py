@@ -109,7 +109,7 @@ def regenerate(view):
         raise _refusal(view, indirect=True)
     view._grad_fn_version = view._version_counter[0]
     old_fn, old_nr = view._grad_fn, view._output_nr
-    if not base.requires_grad or base._data.dtype.kind != "f":
+    if not base.requires_grad or base._data.dtype.kind not in "fV":
         # torch regenerates the view's AsStridedBackward all the same, with
         # the base's gradient edge: absent (the base stopped requiring grad),
         # or into an integer base (fill_ gave it a value requiring grad), where

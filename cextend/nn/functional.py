@@ -6,6 +6,7 @@ this module gives them torch.nn.functional's names and signatures.
 """
 import warnings
 
+from cextend import _torch_function as _tf
 from cextend._ops.linalg import linear  # noqa: F401  (input (*, in) . weight^T + bias, on the C kernels)
 from cextend._ops.nn_activation import (celu, celu_, elu, elu_, gelu, hardtanh, hardtanh_,  # noqa: F401
                                         leaky_relu, leaky_relu_, logsigmoid, mish, relu6, selu, selu_,
@@ -41,8 +42,17 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _dispatch(function, input, **kwargs):
+    # The softmax family checks for overrides inline, not through a wrapper:
+    # a wrapper's frame would move the warning that _stacklevel aims at the caller.
+    return _tf.handle(function, _tf.overloaded_args((input,), None, tensors=True), (input,), kwargs,
+                      "%s.%s" % (__name__, function.__name__), python_style=True)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim; dim=None picks one with torch's deprecation warning."""
+    if type(input) is not _tf.Tensor and _tf.overloaded_args((input,), None):
+        return _dispatch(softmax, input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
     return _softmax(input, dim, dtype)
@@ -50,6 +60,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along dim; dim=None picks one with torch's deprecation warning."""
+    if type(input) is not _tf.Tensor and _tf.overloaded_args((input,), None):
+        return _dispatch(log_softmax, input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     return _log_softmax(input, dim, dtype)
@@ -57,6 +69,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim."""
+    if type(input) is not _tf.Tensor and _tf.overloaded_args((input,), None):
+        return _dispatch(softmin, input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     return _softmax(-input, dim, dtype)
@@ -89,3 +103,7 @@ from cextend._ops.spatial_resample import (affine_grid, grid_sample, interpolate
 from cextend._ops.distance import (cosine_similarity, pairwise_distance, triplet_margin_loss,  # noqa: E402,F401
                                    triplet_margin_with_distance_loss)
 from cextend._ops.nn_ctc import ctc_loss  # noqa: E402,F401
+
+# Every public function here dispatches on __torch_function__ overrides, as
+# torch.nn.functional's do; the softmax family checks inline (above).
+_tf.wrap_namespace(globals(), __name__, python_style=True, skip=("softmax", "log_softmax", "softmin"))

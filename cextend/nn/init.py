@@ -2,9 +2,8 @@
 
 Every function fills its tensor in place under no_grad (so parameters that
 require grad can be initialised) and returns it.  Random draws come from
-cextend's global generator (see cextend.manual_seed) or from `generator`,
-a numpy `np.random.Generator`: cextend has no Generator class of its own,
-so draws are reproducible under a seed but are not torch's numbers.
+cextend's global generator (see cextend.manual_seed) or from `generator`
+(a cextend.Generator): reproducible under a seed, but not torch's numbers.
 """
 import math
 import warnings
@@ -21,13 +20,10 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
            "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
-def _rng(generator):
-    if generator is None:
-        return _random.generator()
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError("generator must be a numpy.random.Generator (cextend has no Generator class), got %s"
-                        % type(generator).__name__)
-    return generator
+def _rng(generator, op):
+    """The numpy stream to draw from: generator's (a cextend.Generator, or a
+    numpy Generator as cextend took before it had its own), or the global one."""
+    return _random.numpy_rng(generator, "nn.init." + op)
 
 
 def _fill_from(tensor, array):
@@ -63,13 +59,13 @@ def calculate_gain(nonlinearity, param=None):
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
     with no_grad():
-        return tensor.uniform_(a, b, generator=_rng(generator))
+        return tensor.uniform_(a, b, generator=_rng(generator, "uniform_"))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std**2)."""
     with no_grad():
-        return tensor.normal_(mean, std, generator=_rng(generator))
+        return tensor.normal_(mean, std, generator=_rng(generator, "normal_"))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -86,7 +82,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
                       "values may be incorrect.", stacklevel=2)
-    rng = _rng(generator)
+    rng = _rng(generator, "trunc_normal_")
     dtype = tensor._data.dtype
     lo, hi = dtype.type(a), dtype.type(b)
     shape = tensor._data.shape
@@ -220,7 +216,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flattened = _rng(generator).normal(0.0, 1.0, (rows, cols))
+    flattened = _rng(generator, "orthogonal_").normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -236,7 +232,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    rng = _rng(generator)
+    rng = _rng(generator, "sparse_")
     values = rng.normal(0.0, std, (rows, cols))
     for col_idx in range(cols):
         values[rng.permutation(rows)[:num_zeros], col_idx] = 0

@@ -94,6 +94,9 @@ _global_forward_pre_hooks = OrderedDict()
 _global_forward_hooks = OrderedDict()
 _global_forward_hooks_always_called = OrderedDict()
 _global_forward_hooks_with_kwargs = OrderedDict()
+# a captured step replays only while no global hook would have run
+_capture.module_hooks_exist = lambda: bool(_global_forward_hooks or _global_forward_pre_hooks
+                                           or _global_backward_hooks or _global_backward_pre_hooks)
 
 _MIXED_GLOBAL_BACKWARD_HOOKS = ("Cannot use both regular backward hooks and full backward hooks as a global "
                                 "Module hook. Please use only one of them.")

@@ -1,6 +1,7 @@
 """Parameter: a Tensor that a Module registers as one of its parameters."""
 import numpy as np
 
+from cextend import _torch_function
 from cextend.tensor import Tensor
 
 
@@ -8,6 +9,8 @@ class Parameter(Tensor):
     """Parameter(data=None, requires_grad=True): shares data's storage."""
 
     _prints_as_tensor = True     # torch prints a Parameter's data as tensor(...)
+    # as torch's: ops on a Parameter give plain Tensors (it opts out of __torch_function__)
+    __torch_function__ = _torch_function._disabled_torch_function_impl
 
     def __init__(self, data=None, requires_grad=True):
         array = np.empty(0, np.float32) if data is None else data._data

@@ -174,6 +174,11 @@ class Optimizer:
         share memory (an expanded one)."""
         for p in group["params"]:
             if p.grad is not None:
+                if p._data.dtype.kind == "V":
+                    # the update kernels read float32/float64 memory; bfloat16 bits would be misread
+                    raise TypeError("%s.step(): bfloat16 parameters are not supported by cextend's "
+                                    "optimizers; keep float32 parameters (and cast a copy to bfloat16)"
+                                    % type(self).__name__)
                 check_not_self_overlapping(p._data)
                 yield p
 

@@ -15,7 +15,6 @@ Two variants, as torch's:
 Not passing use_reentrant warns, and means True, as torch 2.13 does.
 """
 import contextlib
-import copy
 import warnings
 
 from cextend import _random
@@ -37,11 +36,11 @@ def _noop_context_fn():
 
 
 def _random_state():
-    return copy.deepcopy(_random.generator().bit_generator.state)
+    return _random.get_rng_state()
 
 
 def _set_random_state(state):
-    _random.generator().bit_generator.state = state
+    _random.set_rng_state(state)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,8 @@ class DataLoader:
     """Iterate over dataset in batches.
 
     generator: shuffles draw from it -- None (cextend's global generator,
-    seeded by cextend.manual_seed), an int seed, or a numpy Generator.  A
+    seeded by cextend.manual_seed), a cextend.Generator, an int seed, or a
+    numpy Generator.  A
     seeded loader repeats the same sequence of epochs; the permutations are
     not torch's.
     """

@@ -99,8 +99,8 @@ def random_split(dataset, lengths, generator=None):
     """Split dataset into non-overlapping random Subsets of the given lengths, or of the given
     fractions (floor(n * fraction) each, the remainder handed out one by one, as torch does).
 
-    generator: None (cextend's global generator, see cextend.manual_seed), an int seed, or a
-    numpy Generator.  The split is reproducible under a seed but is not torch's permutation.
+    generator: None (cextend's global generator, see cextend.manual_seed), a cextend.Generator,
+    an int seed, or a numpy Generator.  The split is reproducible under a seed but is not torch's permutation.
     """
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths = []

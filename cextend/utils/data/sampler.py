@@ -1,7 +1,7 @@
 """Samplers: the order in which a DataLoader visits a map-style dataset."""
 import numbers
 
-from cextend.utils.data._rng import numpy_generator
+from cextend.utils.data._rng import numpy_generator, sampler_stream
 
 
 class Sampler:
@@ -31,8 +31,9 @@ class RandomSampler(Sampler):
     """A random permutation each epoch (or num_samples draws with replacement).
 
     generator: None draws each epoch's permutation from cextend's global
-    generator (reproducible after cextend.manual_seed); an int seed or a
-    numpy Generator gives this sampler its own stream (a new permutation each
+    generator (reproducible after cextend.manual_seed), a cextend.Generator
+    from that generator (advancing it, as torch's); an int seed or a numpy
+    Generator gives this sampler its own stream (a new permutation each
     epoch, the same sequence of epochs for the same seed).
     """
 
@@ -41,7 +42,7 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
-        self._rng = None if generator is None else numpy_generator(generator)
+        self._rng = sampler_stream(generator)
         if not isinstance(self.replacement, bool):
             raise TypeError("replacement should be a boolean value, but got replacement={}".format(self.replacement))
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
@@ -54,7 +55,7 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        rng = self._rng if self._rng is not None else numpy_generator(None)
+        rng = self._rng if self._rng is not None else numpy_generator(self.generator)
         if self.replacement:
             yield from rng.integers(0, n, self.num_samples).tolist()
             return
@@ -72,10 +73,10 @@ class SubsetRandomSampler(Sampler):
     def __init__(self, indices, generator=None):
         self.indices = indices
         self.generator = generator
-        self._rng = None if generator is None else numpy_generator(generator)
+        self._rng = sampler_stream(generator)
 
     def __iter__(self):
-        rng = self._rng if self._rng is not None else numpy_generator(None)
+        rng = self._rng if self._rng is not None else numpy_generator(self.generator)
         for i in rng.permutation(len(self.indices)).tolist():
             yield self.indices[i]
 
