@@ -21,7 +21,7 @@ from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
 from cextend._promotion import binary_result_type, float_result
 from cextend.autograd import record as rec
-from cextend._ops import _deprecated, _out
+from cextend._ops import _deprecated, _out, bfloat16
 from cextend._ops._layout import empty_like_preserve, torch_layout, with_number_layout
 from cextend._ops import samples as S
 from cextend._ops._operands import (as_array, broadcast_shapes, is_tensor, operand, require_operand,
@@ -40,6 +40,11 @@ def _raise_size_error(error, op):
     if translated is not None:
         raise translated from None
 
+
+
+def _holds_bfloat16(x):
+    data = getattr(x, "_data", None)
+    return type(data) is np.ndarray and data.dtype.kind == "V"
 
 
 class Binary:
@@ -127,7 +132,7 @@ class Binary:
             else:
                 raw = getattr(other, "_data", None)
                 same = type(raw) is np.ndarray and raw.dtype == dt
-            if same and (kind == "f" or self.result == "promote"):
+            if same and (kind == "f" or self.result == "promote" and kind != "V"):     # V: bfloat16
                 if self.check is not None:
                     self.check(input, other, dt)
                 token = silence()
@@ -152,6 +157,8 @@ class Binary:
                     return result       # nothing to record: the recording's own tests are skipped
                 a, b = input, other
         if result is None:
+            if _holds_bfloat16(input) or _holds_bfloat16(other):
+                return bfloat16.binary(self, input, other, out)
             a = require_operand(input, self.name, "input")
             b = require_operand(other, self.name, "other")
             result = self._general(a, b, out)
@@ -1061,6 +1068,7 @@ def _operator(function, reflected=False, binary=None):
             if other is NotImplemented:
                 return NotImplemented
             return function(self, other)
+        op._handles_bfloat16 = True     # Binary's general path computes bfloat16 in float32
         return op
 
     def op(self, other):

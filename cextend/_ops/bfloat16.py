@@ -64,14 +64,22 @@ def _is_bf16(x):
 
 def _mentions(values):
     """Whether bfloat16 appears among values: a tensor, a dtype, or either
-    inside a list or tuple (cat's tensors, einsum's operands)."""
+    inside a list or tuple (cat's tensors, einsum's operands).  Every op call
+    asks, so the common operands (plain tensors, numbers) are tested first by
+    exact type."""
     for v in values:
-        if v is _BF16:
-            return True
-        if isinstance(v, Tensor):
+        kind = type(v)
+        if kind is Tensor:
             if v._data.dtype.kind == "V":
                 return True
-        elif type(v) is list or type(v) is tuple:
+        elif kind is float or kind is int or kind is bool:
+            continue
+        elif v is _BF16:
+            return True
+        elif isinstance(v, Tensor):
+            if v._data.dtype.kind == "V":
+                return True
+        elif kind is list or kind is tuple:
             for w in v:
                 if w is _BF16 or isinstance(w, Tensor) and w._data.dtype.kind == "V":
                     return True
@@ -179,19 +187,40 @@ def _scalars_rounded(name, args, kwargs):
 def _compute(fn, name):
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if not (_mentions(args) or kwargs and _mentions(kwargs.values())):
-            return fn(*args, **kwargs)
-        _refuse_out(name, kwargs)
-        rounds = _rounds_to_bf16(args, kwargs)
-        if rounds:
-            if name == "__rtruediv__" and type(args[1]) in (int, float):
-                # torch's number / bfloat16: the reciprocal, rounded, times the number
-                return args[0].reciprocal() * args[1]
-            args, kwargs = _scalars_rounded(name, args, kwargs)
-        result = fn(*[_up(a) for a in args], **{k: _up(v) for k, v in kwargs.items()})
-        return _down(result) if rounds else result
+        # _mentions inlined for the common operands: every op call of every
+        # dtype passes here
+        for v in args:
+            kind = type(v)
+            if kind is Tensor:
+                if v._data.dtype.kind == "V":
+                    break
+            elif kind is not float and kind is not int and (v is _BF16 or _mentions((v,))):
+                break
+        else:
+            if not kwargs or not _mentions(kwargs.values()):
+                return fn(*args, **kwargs)
+        return in_float32(fn, name, args, kwargs)
     op._bf16_original = fn
     return op
+
+
+def in_float32(fn, name, args, kwargs):
+    """fn on bfloat16 operands: computed in float32, the result rounded once."""
+    _refuse_out(name, kwargs)
+    rounds = _rounds_to_bf16(args, kwargs)
+    if rounds:
+        if name == "__rtruediv__" and type(args[1]) in (int, float):
+            # torch's number / bfloat16: the reciprocal, rounded, times the number
+            return args[0].reciprocal() * args[1]
+        args, kwargs = _scalars_rounded(name, args, kwargs)
+    result = fn(*[_up(a) for a in args], **{k: _up(v) for k, v in kwargs.items()})
+    return _down(result) if rounds else result
+
+
+def binary(op, input, other, out):
+    """A binary arithmetic op (cextend._ops.arithmetic.Binary) with a bfloat16 operand: its
+    general path calls this, so the operators need no wrapper (they are every op's hot path)."""
+    return in_float32(op, op.name, (input, other), {} if out is None else {"out": out})
 
 
 def _inplace(fn, name):
@@ -252,7 +281,7 @@ def _factory(fn, name):
 
 
 def _wrapped(name, fn, inplace=False):
-    if fn is None or getattr(fn, "_bf16_original", None) is not None:
+    if fn is None or getattr(fn, "_bf16_original", None) is not None or getattr(fn, "_handles_bfloat16", False):
         return fn
     if name in _NATIVE:
         return fn

@@ -8,7 +8,7 @@ import numpy as np
 
 from cextend import ops
 from cextend.autograd import record as rec
-from cextend._ops import _out
+from cextend._ops import _out, bfloat16
 from cextend.autograd.grad_mode import _state as _grad_state, no_grad
 from cextend.autograd import views
 from cextend.tensor import _wrap
@@ -493,6 +493,8 @@ def linear(input, weight, bias=None):
     w = require_tensor(weight, "linear", "weight")
     b = None if bias is None else require_tensor(bias, "linear", "bias")
     _check_linear(x, w, b)
+    if x._data.dtype.kind == "V":       # bfloat16: computed in float32, rounded once (no wrapper: hot path)
+        return bfloat16.in_float32(linear, "linear", (x, w, b), {})
     if x._data.dtype.kind == "b" and w._data.ndim == 2:
         _check_same_dtype(x, w, "linear")      # torch's addmm has no bool kernel
     kernels = LINEAR.on(input=x, weight=w, bias=b)
@@ -525,6 +527,9 @@ def linear(input, weight, bias=None):
         # views the result back: the result is a view (detach_() refuses it)
         result = result.view(result.shape)
     return result
+
+
+linear._handles_bfloat16 = True
 
 
 def _fused_flatten(x, bias):
