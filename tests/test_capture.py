@@ -126,11 +126,24 @@ def test_generated_training_loops_both_ways():
     assert summary["eager"], report(summary)                 # and some exercise the fallback
 
 
+def _same_training_both_ways(train):
+    """train(capture) -> (model, the step it called): trained eagerly and through capture, the
+    parameters end with the same bits, and the captured step was replayed, not run eagerly."""
+    results = []
+    for capture in (False, True):
+        model, run = train(capture)
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if capture:
+            assert run.reason is None
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_class_weights_replaced_between_steps_record_again():
     rng = np.random.default_rng(3)
     x, y = _data(rng, 64, 5, 4, np.float64)
-    results = []
-    for capture in (False, True):
+
+    def train(capture):
         model = _mlp((5, 4), cx.float64, 0)
         opt = cx.optim.SGD(model.parameters(), lr=0.1)
         loss_fn = nn.CrossEntropyLoss(weight=cx.from_numpy(np.array([1.0, 2.0, 0.5, 1.0])))
@@ -146,11 +159,8 @@ def test_class_weights_replaced_between_steps_record_again():
             if k == 2:
                 loss_fn.weight = cx.from_numpy(np.array([0.1, 1.0, 3.0, 1.0]))
             run(cx.from_numpy(x[:32]), cx.from_numpy(y[:32]))
-        results.append([p.detach().numpy().copy() for p in model.parameters()])
-        if capture:
-            assert run.reason is None
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+        return model, run
+    _same_training_both_ways(train)
 
 
 def test_replays_return_fresh_detached_tensors_and_fresh_gradients():
@@ -186,8 +196,8 @@ def test_the_callers_arguments_are_never_written():
 def test_a_learning_rate_schedule_is_honoured():
     rng = np.random.default_rng(5)
     x, y = _data(rng, 96, 5, 4, np.float32)
-    results = []
-    for capture in (False, True):
+
+    def train(capture):
         model, opt, step = _standard_step((5, 7, 4), cx.float32, "momentum", seed=1)()
         scheduler = cx.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
         run = cx.capture(step) if capture else step
@@ -195,9 +205,8 @@ def test_a_learning_rate_schedule_is_honoured():
             for start in range(0, 96, 32):
                 run(cx.from_numpy(x[start:start + 32]), cx.from_numpy(y[start:start + 32]))
             scheduler.step()
-        results.append([p.detach().numpy().copy() for p in model.parameters()])
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+        return model, run
+    _same_training_both_ways(train)
 
 
 def test_an_out_of_range_target_raises_in_a_replay_as_eagerly():
@@ -342,8 +351,8 @@ def test_a_hook_added_after_capture_stops_the_replays():
 def test_replaced_parameter_data_and_mode_changes_record_again():
     rng = np.random.default_rng(0)
     x, y = _data(rng, 32, 6, 3, np.float64)
-    results = []
-    for capture in (False, True):
+
+    def train(capture):
         model, opt, step = _standard_step((6, 8, 3), cx.float64, "sgd", seed=0)()
         run = cx.capture(step) if capture else step
         run(cx.from_numpy(x), cx.from_numpy(y))
@@ -354,11 +363,8 @@ def test_replaced_parameter_data_and_mode_changes_record_again():
         run(cx.from_numpy(x), cx.from_numpy(y))
         model.eval()
         run(cx.from_numpy(x), cx.from_numpy(y))
-        results.append([p.detach().numpy().copy() for p in model.parameters()])
-        if capture:
-            assert run.reason is None
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+        return model, run
+    _same_training_both_ways(train)
 
 
 def test_other_threads_run_their_ops_while_a_step_records():
