@@ -98,14 +98,30 @@ def matrix(arr):
             return arr, layout[1], layout[0]
     # np.ascontiguousarray would return a misaligned contiguous array as is:
     # copy explicitly, into a fresh (aligned) buffer.
-    return np.array(arr, order="C", copy=True), max(1, cols), 0
+    return _copy(arr), max(1, cols), 0
 
 
 def vector(arr):
     """A contiguous, aligned version of arr (a copy only when needed)."""
     if arr.flags.c_contiguous and arr.flags.aligned:
         return arr
-    return np.array(arr, order="C", copy=True)
+    return _copy(arr)
+
+
+def _copy(arr):
+    """A C-contiguous, aligned copy of arr for a kernel (a captured step replays the copy)."""
+    out = np.array(arr, order="C", copy=True)
+    if _capture._active is not None:
+        _capture.copy(out, arr)
+    return out
+
+
+def _run(function, args, reads, writes):
+    """function(*args), a C kernel reading and writing those arrays; raise on its status.  A
+    captured step's recording notes the call."""
+    check(function(*args))
+    if _capture._active is not None:
+        _capture.kernel(function, args, reads, writes, check)
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -675,7 +691,7 @@ def strided(arr):
     itemsize = arr.itemsize
     if arr.flags.aligned and all(s >= 0 and s % itemsize == 0 for s in arr.strides):
         return arr, [s // itemsize for s in arr.strides]
-    arr = np.array(arr, order="C", copy=True)
+    arr = _copy(arr)
     return arr, [s // itemsize for s in arr.strides]
 
 
@@ -691,9 +707,9 @@ def conv2d_forward(x, w, b, y, geometry):
     w, b = vector(w), None if b is None else vector(b)
     n, c_in, h, wd = x.shape
     c_out, _, kh, kw = w.shape
-    check(_NN_KERNELS["conv2d_forward", y.dtype](
-        n, c_in, h, wd, c_out, kh, kw, y.shape[2], y.shape[3], sh, sw, ph, pw, dh, dw, groups,
-        _ptr(x), xs, _ptr(w), _ptr(b), _ptr(y)))
+    _run(_NN_KERNELS["conv2d_forward", y.dtype],
+         (n, c_in, h, wd, c_out, kh, kw, y.shape[2], y.shape[3], sh, sw, ph, pw, dh, dw, groups,
+          _ptr(x), xs, _ptr(w), _ptr(b), _ptr(y)), (x, w, b), (y,))
 
 
 def conv2d_backward(dy, x_shape, x, w, w_shape, dx, dw, db, geometry):
@@ -705,10 +721,10 @@ def conv2d_backward(dy, x_shape, x, w, w_shape, dx, dw, db, geometry):
     w = vector(w) if w is not None else None
     n, c_in, h, wd = x_shape
     c_out, _, kh, kw = w_shape
-    check(_NN_KERNELS["conv2d_backward", dy.dtype](
-        n, c_in, h, wd, c_out, kh, kw, dy.shape[2], dy.shape[3], sh, sw, ph, pw, dh, dw_, groups,
-        _ptr(dy), dys, _ptr(x), xs if xs is not None else ffi.NULL, _ptr(w),
-        _ptr(dx), _ptr(dw), _ptr(db)))
+    _run(_NN_KERNELS["conv2d_backward", dy.dtype],
+         (n, c_in, h, wd, c_out, kh, kw, dy.shape[2], dy.shape[3], sh, sw, ph, pw, dh, dw_, groups,
+          _ptr(dy), dys, _ptr(x), xs if xs is not None else ffi.NULL, _ptr(w),
+          _ptr(dx), _ptr(dw), _ptr(db)), (dy, x, w), (dx, dw, db))
 
 
 def max_pool2d_forward(x, y, indices, window):
@@ -716,17 +732,17 @@ def max_pool2d_forward(x, y, indices, window):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window
     x, xs = strided(x)
     n, c, h, w = x.shape
-    check(_NN_KERNELS["max_pool2d_forward", y.dtype](
-        n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, dh, dw, _ptr(x), xs,
-        _ptr(y), _ptr(indices)))
+    _run(_NN_KERNELS["max_pool2d_forward", y.dtype],
+         (n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, dh, dw, _ptr(x), xs,
+          _ptr(y), _ptr(indices)), (x,), (y, indices))
 
 
 def max_pool2d_backward(dy, indices, dx):
     dy, dys = strided(dy)
     indices = vector(indices)
     n, c, h, w = dx.shape
-    check(_NN_KERNELS["max_pool2d_backward", dx.dtype](
-        n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(indices), _ptr(dx)))
+    _run(_NN_KERNELS["max_pool2d_backward", dx.dtype],
+         (n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(indices), _ptr(dx)), (dy, indices), (dx,))
 
 
 def avg_pool2d_forward(x, y, window, count_include_pad, divisor_override):
@@ -734,32 +750,32 @@ def avg_pool2d_forward(x, y, window, count_include_pad, divisor_override):
     (kh, kw), (sh, sw), (ph, pw) = window
     x, xs = strided(x)
     n, c, h, w = x.shape
-    check(_NN_KERNELS["avg_pool2d_forward", y.dtype](
-        n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
-        divisor_override, _ptr(x), xs, _ptr(y)))
+    _run(_NN_KERNELS["avg_pool2d_forward", y.dtype],
+         (n, c, h, w, y.shape[2], y.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
+          divisor_override, _ptr(x), xs, _ptr(y)), (x,), (y,))
 
 
 def avg_pool2d_backward(dy, dx, window, count_include_pad, divisor_override):
     (kh, kw), (sh, sw), (ph, pw) = window
     dy, dys = strided(dy)
     n, c, h, w = dx.shape
-    check(_NN_KERNELS["avg_pool2d_backward", dx.dtype](
-        n, c, h, w, dy.shape[2], dy.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
-        divisor_override, _ptr(dy), dys, _ptr(dx)))
+    _run(_NN_KERNELS["avg_pool2d_backward", dx.dtype],
+         (n, c, h, w, dy.shape[2], dy.shape[3], kh, kw, sh, sw, ph, pw, int(count_include_pad),
+          divisor_override, _ptr(dy), dys, _ptr(dx)), (dy,), (dx,))
 
 
 def adaptive_avg_pool2d_forward(x, y):
     x, xs = strided(x)
     n, c, h, w = x.shape
-    check(_NN_KERNELS["adaptive_avg_pool2d_forward", y.dtype](
-        n, c, h, w, y.shape[2], y.shape[3], _ptr(x), xs, _ptr(y)))
+    _run(_NN_KERNELS["adaptive_avg_pool2d_forward", y.dtype],
+         (n, c, h, w, y.shape[2], y.shape[3], _ptr(x), xs, _ptr(y)), (x,), (y,))
 
 
 def adaptive_avg_pool2d_backward(dy, dx):
     dy, dys = strided(dy)
     n, c, h, w = dx.shape
-    check(_NN_KERNELS["adaptive_avg_pool2d_backward", dx.dtype](
-        n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(dx)))
+    _run(_NN_KERNELS["adaptive_avg_pool2d_backward", dx.dtype],
+         (n, c, h, w, dy.shape[2], dy.shape[3], _ptr(dy), dys, _ptr(dx)), (dy,), (dx,))
 
 
 def batch_norm_forward(x, w, b, running_mean, running_var, training, momentum, eps, y, save_mean, save_invstd):
@@ -768,9 +784,10 @@ def batch_norm_forward(x, w, b, running_mean, running_var, training, momentum, e
     x, xs = strided(x)
     w, b = (None if a is None else vector(a) for a in (w, b))
     n, c, s = x.shape
-    check(_NN_KERNELS["batch_norm_forward", y.dtype](
-        n, c, s, _ptr(x), xs, _ptr(w), _ptr(b), _ptr(running_mean), _ptr(running_var),
-        int(training), float(momentum), float(eps), _ptr(y), _ptr(save_mean), _ptr(save_invstd)))
+    _run(_NN_KERNELS["batch_norm_forward", y.dtype],
+         (n, c, s, _ptr(x), xs, _ptr(w), _ptr(b), _ptr(running_mean), _ptr(running_var),
+          int(training), float(momentum), float(eps), _ptr(y), _ptr(save_mean), _ptr(save_invstd)),
+         (x, w, b, running_mean, running_var), (y, save_mean, save_invstd, running_mean, running_var))
 
 
 def batch_norm_backward(dy, x, w, save_mean, save_invstd, training, dx, dw, db):
@@ -778,9 +795,9 @@ def batch_norm_backward(dy, x, w, save_mean, save_invstd, training, dx, dw, db):
     x, xs = strided(x)
     w, save_mean, save_invstd = (None if a is None else vector(a) for a in (w, save_mean, save_invstd))
     n, c, s = x.shape
-    check(_NN_KERNELS["batch_norm_backward", dy.dtype](
-        n, c, s, _ptr(dy), dys, _ptr(x), xs, _ptr(w), _ptr(save_mean), _ptr(save_invstd), int(training),
-        _ptr(dx), _ptr(dw), _ptr(db)))
+    _run(_NN_KERNELS["batch_norm_backward", dy.dtype],
+         (n, c, s, _ptr(dy), dys, _ptr(x), xs, _ptr(w), _ptr(save_mean), _ptr(save_invstd), int(training),
+          _ptr(dx), _ptr(dw), _ptr(db)), (dy, x, w, save_mean, save_invstd), (dx, dw, db))
 
 
 # -- recurrent cells: a time step's pointwise math, fused (src/rnn.c) ---------

@@ -17,15 +17,18 @@ logged kernel (a numpy formula, a factory, an op with no capturable
 kernel), a kernel reading an array no kernel wrote (a temporary copy), an
 in-place change outside the optimizer, .grad set by hand, a value read
 back into Python (.item(), bool(), .tolist(), .numpy()), random numbers
-drawn, hooks, anomaly mode, an argument that requires grad.  Python control
-flow in step_fn that depends on anything but its arguments' shapes and
-dtypes is not seen: the recorded branch is replayed, as with torch's CUDA
-graphs.
+other than dropout's (a replay draws those from the global stream as it
+stands), hooks, anomaly mode, an argument that requires grad.  Python
+numbers and control flow in step_fn that depend on anything but its
+arguments' shapes, dtypes and plain values, or the called modules' plain
+settings, are not seen: the recorded values and branch are replayed, as
+with torch's CUDA graphs.
 
 The recording is per thread: only the thread that calls the captured step
 records; other threads' ops run as usual.
 """
 import functools
+import sys
 import threading
 import warnings
 
@@ -83,11 +86,12 @@ class _Recording:
         self.reads = []              # (action index, array) a kernel read
         self.writes = []             # (action index, [arrays]) a kernel wrote
         self.written = _Ranges()     # arrays a logged kernel wrote
-        self.wrapped = []            # arrays made into Tensors during the step
+        self.wrapped = []            # (array, the code that made it) made into Tensors during the step
         self.optimizers = []
         self.modules = []
         self.leaves = []             # (tensor, its array, requires_grad) the step accumulated into
         self.eager_depth = 0
+        self.formulas = False        # a numpy formula was logged: replays silence its warnings
         self.reason = None
 
     def here(self):
@@ -120,12 +124,32 @@ def kernel(function, args, reads, writes, check):
 
 def copy(destination, source):
     """np.copyto(destination, source) ran inside a kernel wrapper (a contiguous copy for C)."""
-    kernel(np.copyto, (destination, source), (source,), (destination,), check=_no_check)
+    kernel(np.copyto, (destination, source), (source,), (destination,), check=no_check)
+
+
+def computed(function, args, out, direct=False):
+    """out holds function(*args) (numpy arrays and constants), cast to out's dtype and laid out as
+    out is: an elementwise op's numpy formula.  A replay recomputes it into out, the same bits;
+    direct: out is the array the ufunc `function` returned, so the replay passes it as out=."""
+    recording = _active
+    if recording is None or not recording.here() or type(out) is not np.ndarray:
+        return
+    if recording.writes and any(w is out for w in recording.writes[-1][1]):
+        return          # the formula called a logged kernel that wrote out (relu's)
+    recording.formulas = True
+    if direct and type(function) is np.ufunc:
+        kernel(function, tuple(args) + (out,), [a for a in args if type(a) is np.ndarray], (out,), no_check)
+    else:
+        kernel(_into, (function, tuple(args), out), [a for a in args if type(a) is np.ndarray], (out,), no_check)
+
+
+def _into(function, args, out):
+    np.copyto(out, function(*args), casting="unsafe")
 
 
 def fill(array, value):
     """array was made full of value (the root gradient of backward())."""
-    kernel(np.copyto, (array, value), (), (array,), check=_no_check)
+    kernel(np.copyto, (array, value), (), (array,), check=no_check)
 
 
 def eager(function, *args):
@@ -135,7 +159,7 @@ def eager(function, *args):
     if recording is None or not recording.here():
         return function(*args)
     index = len(recording.actions)
-    recording.actions.append((function, args, _no_check))
+    recording.actions.append((function, args, no_check))
     for a in args:
         data = getattr(a, "_data", None)
         if type(data) is np.ndarray:
@@ -158,14 +182,17 @@ def wrapped(array):
     """A Tensor was made around array."""
     recording = _active
     if recording is not None and recording.here() and type(array) is np.ndarray:
-        recording.wrapped.append(array)
+        caller = sys._getframe(2).f_code        # the op that made it, for the refusal's message
+        recording.wrapped.append((array, caller))
 
 
 def in_place(tensor):
     """tensor's version moved: an in-place change."""
     recording = _active
     if recording is not None and recording.here():
-        recording.refuse("an in-place op changed a tensor outside the optimizer")
+        code = sys._getframe(2).f_code          # the op, for the message
+        recording.refuse("an in-place op changed a tensor outside the optimizer: %s in %s"
+                         % (code.co_name, _short_path(code.co_filename)))
 
 
 def module_called(module):
@@ -187,7 +214,7 @@ def leaf_accumulated(tensor):
         recording.leaves.append((tensor, tensor._data, tensor._requires_grad))
 
 
-def _no_check(_):
+def no_check(_):
     pass
 
 
@@ -223,10 +250,21 @@ def _persistent(recording):
     return ranges
 
 
-class _Plan:
-    __slots__ = ("actions", "inputs", "outputs", "guards", "keep")
+_SETTING_TYPES = (bool, int, float, str, type(None))
 
-    def __init__(self, actions, inputs, outputs, guards, keep):
+
+def _settings(module):
+    """A module's plain settings (training, p, eps, momentum, negative_slope, ...): a replay
+    uses the values its recording saw, so changing one records again."""
+    return [(k, v) for k, v in module.__dict__.items()
+            if type(v) in _SETTING_TYPES or type(v) is tuple and all(type(e) in _SETTING_TYPES for e in v)]
+
+
+class _Plan:
+    __slots__ = ("actions", "inputs", "outputs", "guards", "keep", "formulas")
+
+    def __init__(self, actions, inputs, outputs, guards, keep, formulas):
+        self.formulas = formulas
         self.actions = actions
         self.inputs = inputs
         self.outputs = outputs
@@ -244,9 +282,10 @@ def _build(recording, input_arrays, result):
     for array in input_arrays:
         inputs.add(array)
     persistent = _persistent(recording)
-    for array in recording.wrapped:
+    for array, code in recording.wrapped:
         if not (inputs.covers(array) or recording.written.covers(array) or persistent.covers(array)):
-            return "an op outside the captured kernels made a tensor (a numpy formula, a factory, ...)"
+            return ("an op outside the captured kernels made a tensor (a numpy formula, a factory, ...): "
+                    "%s in %s" % (code.co_name, _short_path(code.co_filename)))
     # each read comes from an argument, a parameter or optimizer state, or an earlier kernel
     written_before = _Ranges()
     writes = dict(recording.writes)
@@ -263,7 +302,7 @@ def _build(recording, input_arrays, result):
     outputs = _outputs(result, inputs, recording.written)
     if isinstance(outputs, str):
         return outputs
-    guards = [(m, m.training, _module_tensors(m)) for m in recording.modules]
+    guards = [(m, _settings(m), _module_tensors(m)) for m in recording.modules]
     # every parameter the optimizers hold, as it was: a replay computes no gradient for a
     # parameter unfrozen since, and reads the recorded array of one whose .data was replaced
     leaves = list(recording.leaves)
@@ -271,7 +310,12 @@ def _build(recording, input_arrays, result):
         for group in optimizer.param_groups:
             leaves.extend((p, p._data, p._requires_grad) for p in group["params"])
     return _Plan(recording.actions, list(input_arrays), outputs, (guards, leaves),
-                 (recording.written.arrays, recording.wrapped))
+                 (recording.written.arrays, recording.wrapped), recording.formulas)
+
+
+def _short_path(filename):
+    parts = filename.replace("\\", "/").split("/")
+    return "/".join(parts[parts.index("cextend"):]) if "cextend" in parts else parts[-1]
 
 
 def _outputs(result, inputs, written):
@@ -328,7 +372,8 @@ def _signature(args, kwargs):
 class CapturedStep:
     """step_fn, replayed from a recording when its arguments match (see the module docstring).
 
-    `reason` is None while the step is captured, else why it runs eagerly."""
+    `reason` is None while the step is captured, else why it runs eagerly; `recordings` and
+    `replays` count the calls that recorded and that replayed."""
 
     _MAX_PLANS = 8      # argument signatures kept (a ragged last batch is a second one)
 
@@ -337,6 +382,8 @@ class CapturedStep:
         self.step_fn = step_fn
         self.reason = None
         self._plans = {}
+        self.recordings = 0
+        self.replays = 0
         self._warned = False
         self._lock = threading.Lock()
 
@@ -351,6 +398,7 @@ class CapturedStep:
         try:
             plan = self._plans.get(key)
             if plan is not None and _guards_hold(plan):
+                self.replays += 1
                 return _replay(plan, args, kwargs)
             return self._record(key, args, kwargs)
         finally:
@@ -387,6 +435,7 @@ class CapturedStep:
                 value = wrap(data)
             kw[name] = value
         enabled = grad_enabled()
+        self.recordings += 1
         recording = _Recording()
         _active = recording
         try:
@@ -414,8 +463,8 @@ def _guards_hold(plan):
     """Whether what the recording relied on still holds: each module's mode and its lack of
     hooks, and each parameter's array, requires_grad and lack of hooks."""
     modules, leaves = plan.guards
-    for m, training, tensors in modules:
-        if m.training != training or m._forward_hooks or m._forward_pre_hooks or m._backward_hooks \
+    for m, settings, tensors in modules:
+        if _settings(m) != settings or m._forward_hooks or m._forward_pre_hooks or m._backward_hooks \
                 or m._backward_pre_hooks:
             return False
         for store, name, t, data in tensors:          # replaced, or its .data replaced
@@ -436,8 +485,16 @@ def _replay(plan, args, kwargs):
     for value in values:
         if isinstance(value, Tensor):
             np.copyto(next(buffers), value._data)
-    for function, call_args, check in plan.actions:
-        check(function(*call_args))
+    if plan.formulas:
+        errors = np.seterr(all="ignore")        # as the eager ops' numpy formulas run
+        try:
+            for function, call_args, check in plan.actions:
+                check(function(*call_args))
+        finally:
+            np.seterr(**errors)
+    else:
+        for function, call_args, check in plan.actions:
+            check(function(*call_args))
     return _materialize(plan.outputs)
 
 

@@ -225,6 +225,19 @@ def generator():
     return _generator
 
 
+def uniform_draws(shape):
+    """float64 draws in [0, 1) of shape from the global stream (dropout's masks).  A captured
+    step replays the draw from the global stream as it is then, as an eager step would."""
+    draws = _generator.random(shape)
+    if _capture._active is not None:
+        _capture.kernel(_redraw, (draws,), (), (draws,), _capture.no_check)
+    return draws
+
+
+def _redraw(out):
+    _generator.random(out=out)      # the same stream position and values as random(shape)
+
+
 def numpy_rng(generator, op):
     """The numpy stream behind an op's generator= argument: the global one
     for None; a cextend.Generator's, or a numpy Generator as it is (an older

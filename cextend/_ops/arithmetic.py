@@ -145,12 +145,17 @@ class Binary:
                     raise
                 finally:
                     restore(token)
+                computed = value
                 if data.ndim > 1 and type(value) is np.ndarray:
                     if type(raw) is np.ndarray:
                         value = torch_layout(value, (data, raw))
                     elif not data.flags.c_contiguous or 1 in data.shape:
                         value = with_number_layout(value, data)
-                result = _wrap(value if type(value) is np.ndarray else np.asarray(value))
+                if type(value) is not np.ndarray:
+                    value = np.asarray(value)
+                if _capture._active is not None:
+                    _capture.computed(self.compute, (data, raw), value, direct=value is computed)
+                result = _wrap(value)
                 if not (self.node is not None and _grad_state.enabled and (
                         input._requires_grad or input._base is not None or
                         t is not float and t is not int and (other._requires_grad or other._base is not None))):
@@ -196,7 +201,10 @@ class Binary:
                 # torch records its not-implemented node on a float out= too
                 views.rebase_history(out, rec.connect(rec.new_node(self._node(a, b)), self._edge_inputs(a, b)), 0)
             return written
-        return _wrap(_as_ndarray(data, ot))
+        data = _as_ndarray(data, ot)
+        if _capture._active is not None:
+            _capture.computed(self.compute, [as_array(x, rt) for x in (a, b)], data)
+        return _wrap(data)
 
     def _edge_inputs(self, a, b):
         """The inputs an in-place or out= node gets edges to.  torch's
@@ -910,7 +918,10 @@ def where(condition, input=None, other=None, *, out=None):
         if out._data.dtype != rt:
             raise RuntimeError("Expected out type to be %s but got %s" % (_torch_name(rt), _torch_name(out._data.dtype)))
         return _out.write_out(out, data, "where")
-    result = _wrap(_as_ndarray(data, rt))
+    data = _as_ndarray(data, rt)
+    if _capture._active is not None:
+        _capture.computed(np.where, (cond._data, as_array(a, rt), as_array(b, rt)), data)
+    result = _wrap(data)
     if rec.needs_grad(a, b):
         node = rec.record(_WhereNode, (cond, a, b), result)
         node._saved = (rec.save(cond),)

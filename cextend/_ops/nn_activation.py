@@ -6,11 +6,12 @@ log1p of exp of a non-positive number) and records one node whose backward
 is torch's derivative formula written in Tensor ops, so it differentiates
 again.  Parameters (slope, alpha, beta, ...) ride on the node.
 """
+import functools
 import math
 
 import numpy as np
 
-from cextend import _backend, _dtype
+from cextend import _backend, _capture, _dtype
 from cextend._fpe import quietly
 from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
@@ -61,6 +62,8 @@ class Activation:
                 if wanted.strides != data.strides:
                     wanted[...] = data
                     data = wanted
+        if _capture._active is not None and type(data) is np.ndarray:
+            _capture.computed(functools.partial(self.compute, **params), (x._data,), data)
         return data
 
     def __call__(self, input, **params):
@@ -337,7 +340,10 @@ _EluBackwardNode = rec.node_class("EluBackwardBackward", _elu_backward_backward)
 def elu_backward(go, x, coefficients, from_result):
     """elu's derivative as one recorded op (of go and x), as torch's
     elu_backward: its own backward is torch's, not the derivative of a where()."""
-    result = _wrap(quietly(_elu_grad_value, go._data, x._data, coefficients, from_result))
+    value = quietly(_elu_grad_value, go._data, x._data, coefficients, from_result)
+    if _capture._active is not None:
+        _capture.computed(_elu_grad_value, (go._data, x._data, coefficients, from_result), value)
+    result = _wrap(value)
     if rec.needs_grad(go, x):
         node = rec.record(_EluBackwardNode, (go, x), result)
         node.coefficients, node.from_result = coefficients, from_result

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from cextend import _random
+from cextend import _capture, _random
 from cextend._dtype import in_opmath
 from cextend._fpe import quietly
 from cextend.autograd import record as rec
@@ -196,8 +196,16 @@ def _dropout(x, p, training, inplace, noise_shape):
     else:
         if dt.kind != "f":
             raise cast_error(np.dtype(np.float32), dt)
-        keep = _random.generator().random(noise_shape) >= p
-        noise = _wrap((keep / dt.type(1 - p)).astype(dt))
+        # As separate steps a captured training step can replay: draw, compare, scale.
+        draws = _random.uniform_draws(noise_shape)
+        keep = np.greater_equal(draws, p)
+        scale = dt.type(1 - p)
+        divided = np.true_divide(keep, scale)
+        noise = divided.astype(dt, copy=False)
+        if _capture._active is not None:
+            _capture.computed(np.greater_equal, (draws, p), keep, direct=True)
+            _capture.computed(np.true_divide, (keep, scale), noise, direct=noise is divided)
+        noise = _wrap(noise)
     return x.mul_(noise) if inplace else x * noise
 
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from cextend import _backend
+from cextend import _backend, _capture
 from cextend._fpe import quietly
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend._promotion import float_result, result_type
@@ -66,13 +66,16 @@ class Unary:
         return float_result(dt) if self.float_result else dt
 
     def run(self, x, dt):
-        data = quietly(self.compute, as_array(x, dt))
+        source = as_array(x, dt)
+        data = computed = quietly(self.compute, source)
         if type(data) is not np.ndarray and not hasattr(data, "to_host"):
             data = np.asarray(data, dt)
         elif data.dtype != dt:
             data = data.astype(dt)
         if type(data) is np.ndarray and data.ndim > 1 and not x._data.flags.c_contiguous:
             data = torch_layout(data, [x._data])     # TensorIterator's order for an expanded or sliced input
+        if _capture._active is not None and type(data) is np.ndarray:
+            _capture.computed(self.compute, (source,), data, direct=data is computed)
         return data
 
     def __call__(self, input, out=None):

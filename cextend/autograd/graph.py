@@ -14,6 +14,7 @@ leaf's AccumulateGrad node is held by the graph, the leaf only keeps a
 weak reference to it.
 """
 import itertools
+import sys
 import threading
 import weakref
 
@@ -121,9 +122,9 @@ class AccumulateGrad(Node):
             if _capture._active is None:
                 accumulate_into(self.variable, grads[0])
             else:
-                # a captured step replays the accumulation itself: .grad is a fresh tensor each step
+                # a captured step replays the accumulation itself
                 _capture.leaf_accumulated(self.variable)
-                _capture.eager(_accumulate_as_the_engine, self.variable, grads[0])
+                _capture.eager(ReplayedAccumulation(), self.variable, grads[0])
             hooks = self.variable._post_accumulate_hooks
             if hooks:
                 if _capture._active is not None:
@@ -188,6 +189,56 @@ def _accumulate_as_the_engine(tensor, grad):
         accumulate_into(tensor, grad)
     finally:
         _set_enabled(previous)
+
+
+class ReplayedAccumulation:
+    """A captured step's accumulation into one leaf: the engine's, except that a .grad it made
+    on an earlier call that nothing holds any more (zero_grad() dropped it) is refilled instead
+    of made again, so a replayed step allocates no gradients.  torch's AccumulateGrad likewise
+    reuses a buffer no one else can see."""
+
+    __slots__ = ("spare",)
+
+    def __init__(self):
+        self.spare = None
+
+    def __call__(self, tensor, grad):
+        spare = self.spare
+        if tensor._grad is None and spare is not None and _unseen(spare) \
+                and spare._data.shape == grad._data.shape and spare._data.dtype == grad._data.dtype:
+            with grad_lock(tensor):
+                if tensor._grad is None:
+                    np.copyto(spare._data, grad._data)
+                    spare._version_counter[0] += 1
+                    tensor._grad = spare
+                    return
+        _accumulate_as_the_engine(tensor, grad)
+        self.spare = tensor._grad
+
+
+def _unseen(t):
+    """Whether no one but a ReplayedAccumulation holds t, its array or a view of either, and
+    it is still a plain gradient (no history, hooks or attributes of its own)."""
+    if type(t._data) is not np.ndarray:
+        return False
+    counts = sys.getrefcount(t), sys.getrefcount(t._data)
+    if _UNSEEN_REFERENCES is None:
+        return counts           # calibrating
+    return (counts == _UNSEEN_REFERENCES and t._base is None and t._grad_fn is None and not t._requires_grad
+            and not t.__dict__ and t._data.flags.writeable)
+
+
+def _references_when_unseen():
+    """What _unseen counts for a spare no one else holds, called as ReplayedAccumulation.__call__
+    calls it (the counts differ across Python versions)."""
+    holder = ReplayedAccumulation()
+    holder.spare = _wrap(np.zeros(1))
+    spare = holder.spare
+    return _unseen(spare)
+
+
+_UNSEEN_REFERENCES = None
+_UNSEEN_REFERENCES = _references_when_unseen()
 
 
 def _obeying_layout_contract(grad, variable):

@@ -176,7 +176,10 @@ class MaskedBackwardNode(BuiltinNode):
 def masked_backward(node_cls, grad, saved, scale):
     """scale(grad, saved) as a recorded op of (grad, saved): node_cls, a
     MaskedBackwardNode, under create_graph."""
-    out = _wrap(scale(grad._data, saved._data))
+    value = scale(grad._data, saved._data)
+    if _capture._active is not None:
+        _capture.computed(scale, (grad._data, saved._data), value)
+    out = _wrap(value)
     if needs_grad(grad, saved):
         node = record(node_cls, (grad, saved), out)
         node.scale = scale

@@ -6,7 +6,7 @@ are torch's; momentum=None means a cumulative average (factor
 normalises with the batch's statistics; affine=False (or bias=False) drops
 the parameters.  The train/eval switch picks batch or running statistics.
 """
-from cextend import _factories
+from cextend import _capture, _factories
 from cextend._dtype import int64
 from cextend.autograd.grad_mode import no_grad
 from cextend.nn import functional as F
@@ -77,8 +77,7 @@ class _BatchNorm(Module):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
+            _capture.eager(_count_batch, self.num_batches_tracked)     # replayed as a call
             factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
         tracked = not self.training or self.track_running_stats
@@ -89,6 +88,11 @@ class _BatchNorm(Module):
         return ("%s, eps=%s, momentum=%s, affine=%s, bias=%s, track_running_stats=%s"
                 % (self.num_features, self.eps, self.momentum, self.affine, self.bias is not None,
                    self.track_running_stats))
+
+
+def _count_batch(counter):
+    with no_grad():
+        counter.add_(1)
 
 
 class BatchNorm1d(_BatchNorm):

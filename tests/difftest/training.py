@@ -2,8 +2,8 @@
 
     PYTHONPATH=tests python -m difftest --training-loops --seed S --programs N
 
-Each program is a random small classifier (depth, widths, activations, an
-optional dropout), optimizer (SGD with or without momentum, Nesterov and
+Each program is a random small classifier (depth, widths, activations,
+optional batch norm and dropout), a loss scale, optional gradient clipping, an optimizer (SGD with or without momentum, Nesterov and
 weight decay; Adam, AdamW, amsgrad), loss options (class weights,
 ignore_index, mean or sum), dtype, batch size (a ragged last batch), an
 optional learning-rate schedule and gradient accumulation over two steps.
@@ -24,8 +24,9 @@ def generate(rng):
     sizes = [int(rng.integers(1, 33)) for _ in range(depth)] + [int(rng.integers(1, 8))]
     return {
         "sizes": sizes,
-        "activations": [str(rng.choice(["relu", "relu", "relu", "tanh", "none"])) for _ in range(depth - 1)],
-        "dropout": float(rng.choice([0.0, 0.0, 0.0, 0.0, 0.25])),
+        "activations": [str(rng.choice(["relu", "relu", "relu", "tanh", "sigmoid", "gelu", "silu", "leaky_relu",
+                                         "elu", "none"])) for _ in range(depth - 1)],
+        "dropout": float(rng.choice([0.0, 0.0, 0.0, 0.25, 0.5])),
         "dtype": str(rng.choice(["float32", "float64"])),
         "optimizer": str(rng.choice(["sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad"])),
         "lr": float(rng.choice([1e-3, 1e-2, 0.1])),
@@ -38,6 +39,9 @@ def generate(rng):
         "epochs": int(rng.integers(1, 4)),
         "schedule": bool(rng.random() < 0.3),
         "accumulate": bool(rng.random() < 0.2),      # zero_grad every second step
+        "loss_scale": float(rng.choice([1.0, 1.0, 1.0, 0.5])),
+        "clip": bool(rng.random() < 0.15),           # clip_grad_norm_: an in-place change, run eagerly
+        "batchnorm": bool(rng.random() < 0.2),       # BatchNorm1d after each hidden Linear
         "seed": int(rng.integers(0, 2 ** 31)),
     }
 
@@ -49,15 +53,20 @@ def _model(cx, config):
     layers = []
     for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
         layers.append(nn.Linear(a, b, dtype=dtype))
+        if i < len(sizes) - 2 and config.get("batchnorm"):
+            layers.append(nn.BatchNorm1d(b, dtype=dtype))
         if i < len(sizes) - 2:
             act = config["activations"][i]
-            if act == "relu":
-                layers.append(nn.ReLU())
-            elif act == "tanh":
-                layers.append(nn.Tanh())
+            if act != "none":
+                layers.append(_ACTIVATIONS[act](nn))
             if config["dropout"]:
                 layers.append(nn.Dropout(config["dropout"]))
     return nn.Sequential(*layers)
+
+
+_ACTIVATIONS = {"relu": lambda nn: nn.ReLU(), "tanh": lambda nn: nn.Tanh(), "sigmoid": lambda nn: nn.Sigmoid(),
+                "gelu": lambda nn: nn.GELU(), "silu": lambda nn: nn.SiLU(),
+                "leaky_relu": lambda nn: nn.LeakyReLU(0.1), "elu": lambda nn: nn.ELU()}
 
 
 def _optimizer(cx, config, params):
@@ -79,6 +88,9 @@ def train(cx, config, capture):
     """(losses, parameters, gradients, optimizer state arrays, the capture's reason)."""
     rng = np.random.default_rng(config["seed"])
     sizes, dtype = config["sizes"], np.dtype(config["dtype"])
+    if config.get("batchnorm"):         # batch norm in training takes batches of 2 or more
+        config = dict(config, batch=max(2, config["batch"]))
+        config["samples"] += config["samples"] % config["batch"] == 1
     x = rng.standard_normal((config["samples"], sizes[0])).astype(dtype)
     y = rng.integers(0, sizes[-1], config["samples"])
     y[rng.random(len(y)) < config["ignored"]] = -100
@@ -94,7 +106,11 @@ def train(cx, config, capture):
         if zero:
             opt.zero_grad()
         loss = loss_fn(model(xb), yb)
+        if config["loss_scale"] != 1.0:
+            loss = loss * config["loss_scale"]
         loss.backward()
+        if config["clip"]:
+            cx.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
     run = cx.capture(step) if capture else step
