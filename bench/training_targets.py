@@ -21,6 +21,7 @@ AUTOGRAD_GOALS = [
     ("2", "captured MLP epoch (cextend.capture) vs torch, 2 threads", "MLP epoch, captured, 2 threads", 1.5),
     ("2", "captured MLP epoch (cextend.capture) vs hand-written numpy", "MLP epoch, captured", 0.6),
     ("2", "CNN demo epoch vs torch, 1 thread", "CNN epoch, 1 thread", 1.2),
+    ("2", "captured CNN demo epoch (cextend.capture) vs torch, 1 thread", "CNN epoch, captured, 1 thread", 1.2),
     ("3", "elementwise chain, per op, vs torch", "chain (per op)", 1.5),
     ("3", "nn.Linear 1x8x8 forward+backward vs torch", "nn.Linear 1x8x8 fwd+bwd", 2.0),
 ]
