@@ -8,8 +8,87 @@
  * thread count, and float32 statistics lose nothing to cancellation.
  */
 
-/* x[b][ch][i] of data read through strides xs (batch, channel, spatial). */
-#define AT(p, st, b, ch, i) (p)[(b) * (st)[0] + (ch) * (st)[1] + (i) * (st)[2]]
+/* The channel's sums keep CX_BN_LANES partial sums in double, element i of
+ * each row going to lane i % CX_BN_LANES, added up in one fixed order at the
+ * end: independent lanes let the additions overlap (one running sum waits
+ * on the previous addition at every element), and the same order whatever
+ * the layout, so a strided input gives the contiguous one's bits. */
+#ifndef CX_BN_LANES
+#define CX_BN_LANES 8
+static double cx_bn_total(const double *lane)
+{
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+#endif
+
+/* sum over the channel of x. */
+static double CX_FN(cx_bn_sum)(int64_t n, int64_t s, const REAL *x, const int64_t *xs, int64_t ch)
+{
+    double lane[CX_BN_LANES] = {0};
+    for (int64_t b = 0; b < n; ++b) {
+        const REAL *row = x + b * xs[0] + ch * xs[1];
+        const int64_t step = xs[2];
+        int64_t i = 0;
+        if (step == 1)
+            for (; i + CX_BN_LANES <= s; i += CX_BN_LANES)
+                for (int j = 0; j < CX_BN_LANES; ++j)
+                    lane[j] += row[i + j];
+        for (; i < s; ++i)
+            lane[i % CX_BN_LANES] += row[i * step];
+    }
+    return cx_bn_total(lane);
+}
+
+/* sum over the channel of (x - mean)^2. */
+static double CX_FN(cx_bn_squares)(int64_t n, int64_t s, const REAL *x, const int64_t *xs, int64_t ch,
+                                   double mean)
+{
+    double lane[CX_BN_LANES] = {0};
+    for (int64_t b = 0; b < n; ++b) {
+        const REAL *row = x + b * xs[0] + ch * xs[1];
+        const int64_t step = xs[2];
+        int64_t i = 0;
+        if (step == 1)
+            for (; i + CX_BN_LANES <= s; i += CX_BN_LANES)
+                for (int j = 0; j < CX_BN_LANES; ++j) {
+                    const double d = row[i + j] - mean;
+                    lane[j] += d * d;
+                }
+        for (; i < s; ++i) {
+            const double d = row[i * step] - mean;
+            lane[i % CX_BN_LANES] += d * d;
+        }
+    }
+    return cx_bn_total(lane);
+}
+
+/* sum over the channel of dy, and of dy * (x - mean) * invstd. */
+static void CX_FN(cx_bn_grad_sums)(int64_t n, int64_t s, const REAL *dy, const int64_t *ds, const REAL *x,
+                                   const int64_t *xs, int64_t ch, double mean, double invstd,
+                                   double *sum_dy, double *sum_dy_xhat)
+{
+    double lane[CX_BN_LANES] = {0}, prod[CX_BN_LANES] = {0};
+    for (int64_t b = 0; b < n; ++b) {
+        const REAL *grow = dy + b * ds[0] + ch * ds[1], *xrow = x + b * xs[0] + ch * xs[1];
+        const int64_t gstep = ds[2], xstep = xs[2];
+        int64_t i = 0;
+        if (gstep == 1 && xstep == 1) {
+            for (; i + CX_BN_LANES <= s; i += CX_BN_LANES)
+                for (int j = 0; j < CX_BN_LANES; ++j) {
+                    const double g = grow[i + j];
+                    lane[j] += g;
+                    prod[j] += g * ((xrow[i + j] - mean) * invstd);
+                }
+        }
+        for (; i < s; ++i) {
+            const double g = grow[i * gstep];
+            lane[i % CX_BN_LANES] += g;
+            prod[i % CX_BN_LANES] += g * ((xrow[i * xstep] - mean) * invstd);
+        }
+    }
+    *sum_dy = cx_bn_total(lane);
+    *sum_dy_xhat = cx_bn_total(prod);
+}
 
 int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REAL *x, const int64_t *x_strides,
                                       const REAL *weight, const REAL *bias, REAL *running_mean,
@@ -28,16 +107,8 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
     for (int64_t ch = 0; ch < c; ++ch) {
         double mean = 0, invstd = 0;
         if (training && m > 0) {
-            double sum = 0, squares = 0;
-            for (int64_t b = 0; b < n; ++b)
-                for (int64_t i = 0; i < s; ++i)
-                    sum += AT(x, xs, b, ch, i);
-            mean = sum / (double)m;
-            for (int64_t b = 0; b < n; ++b)
-                for (int64_t i = 0; i < s; ++i) {
-                    const double d = AT(x, xs, b, ch, i) - mean;
-                    squares += d * d;
-                }
+            mean = CX_FN(cx_bn_sum)(n, s, x, xs, ch) / (double)m;
+            const double squares = CX_FN(cx_bn_squares)(n, s, x, xs, ch, mean);
             invstd = 1.0 / sqrt(squares / (double)m + eps);
             if (running_mean)
                 running_mean[ch] = (REAL)((1.0 - momentum) * running_mean[ch] + momentum * mean);
@@ -59,8 +130,13 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
         const double beta = (bias ? (double)bias[ch] : 0.0) - mean * alpha;
         for (int64_t b = 0; b < n; ++b) {
             REAL *out = y + (b * c + ch) * s;
-            for (int64_t i = 0; i < s; ++i)
-                out[i] = (REAL)(AT(x, xs, b, ch, i) * alpha + beta);
+            const REAL *row = x + b * xs[0] + ch * xs[1];
+            if (xs[2] == 1)
+                for (int64_t i = 0; i < s; ++i)
+                    out[i] = (REAL)(row[i] * alpha + beta);
+            else
+                for (int64_t i = 0; i < s; ++i)
+                    out[i] = (REAL)(row[i * xs[2]] * alpha + beta);
         }
     }
     return CEXTEND_OK;
@@ -85,12 +161,7 @@ int CX_FN(cextend_batch_norm_backward)(int64_t n, int64_t c, int64_t s, const RE
         const double mean = save_mean[ch], invstd = save_invstd[ch];
         double sum_dy = 0, sum_dy_xhat = 0;
         if (need_sums)
-            for (int64_t b = 0; b < n; ++b)
-                for (int64_t i = 0; i < s; ++i) {
-                    const double g = AT(dy, ds, b, ch, i);
-                    sum_dy += g;
-                    sum_dy_xhat += g * ((AT(x, xs, b, ch, i) - mean) * invstd);
-                }
+            CX_FN(cx_bn_grad_sums)(n, s, dy, ds, x, xs, ch, mean, invstd, &sum_dy, &sum_dy_xhat);
         if (dbias)
             dbias[ch] = (REAL)sum_dy;
         if (dweight)
@@ -101,18 +172,20 @@ int CX_FN(cextend_batch_norm_backward)(int64_t n, int64_t c, int64_t s, const RE
         const double mean_dy = sum_dy / (double)m, mean_dy_xhat = sum_dy_xhat / (double)m;
         for (int64_t b = 0; b < n; ++b) {
             REAL *out = dx + (b * c + ch) * s;
-            for (int64_t i = 0; i < s; ++i) {
-                const double g = AT(dy, ds, b, ch, i);
-                if (training) {
-                    const double xhat = (AT(x, xs, b, ch, i) - mean) * invstd;
-                    out[i] = (REAL)(scale * (g - mean_dy - xhat * mean_dy_xhat));
-                } else {
-                    out[i] = (REAL)(scale * g);
-                }
-            }
+            const REAL *grow = dy + b * ds[0] + ch * ds[1], *xrow = x + b * xs[0] + ch * xs[1];
+            const int64_t gstep = ds[2], xstep = xs[2];
+            if (!training)
+                for (int64_t i = 0; i < s; ++i)
+                    out[i] = (REAL)(scale * (double)grow[i * gstep]);
+            else if (gstep == 1 && xstep == 1)
+                for (int64_t i = 0; i < s; ++i)
+                    out[i] = (REAL)(scale * ((double)grow[i] - mean_dy - ((xrow[i] - mean) * invstd) * mean_dy_xhat));
+            else
+                for (int64_t i = 0; i < s; ++i)
+                    out[i] = (REAL)(scale * ((double)grow[i * gstep] - mean_dy -
+                                             ((xrow[i * xstep] - mean) * invstd) * mean_dy_xhat));
         }
     }
     return CEXTEND_OK;
 }
 
-#undef AT
