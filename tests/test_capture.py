@@ -412,6 +412,45 @@ def test_batch_norm_in_eval_mode_records_again_and_momentum_none_runs_eagerly():
     assert "reads a value back into Python" in run.reason
 
 
+_REGRESSION_LOSSES = {
+    "mse_loss": lambda o, y: F.mse_loss(o, y),
+    "l1_loss, sum": lambda o, y: F.l1_loss(o, y, reduction="sum"),
+    "smooth_l1_loss": lambda o, y: F.smooth_l1_loss(o, y, beta=0.5),
+    "huber_loss": lambda o, y: F.huber_loss(o, y),
+    "bce_with_logits": lambda o, y: F.binary_cross_entropy_with_logits(o, (y > 0).to(o.dtype)),
+    "a formula with sum(dim) and mean()": lambda o, y: ((o - y) ** 2).sum(dim=1).mean() + 0.01 * o.abs().sum(),
+    "clamp": lambda o, y: (o - y).clamp(-1.0, 1.0).pow(2).mean(),
+}
+
+
+@pytest.mark.parametrize("loss", sorted(_REGRESSION_LOSSES))
+@pytest.mark.parametrize("dtype", [cx.float32, cx.float64])
+def test_regression_losses_and_reductions_are_replayed(loss, dtype):
+    loss_fn = _REGRESSION_LOSSES[loss]
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((150, 6)).astype(dtype.numpy)
+    y = rng.standard_normal((150, 3)).astype(dtype.numpy)
+
+    def factory():
+        cx.manual_seed(5)
+        model = nn.Sequential(nn.Linear(6, 10, dtype=dtype), nn.GELU(), nn.Linear(10, 3, dtype=dtype))
+        opt = _optimizer("adam", model.parameters())
+
+        def step(xb, yb):
+            opt.zero_grad()
+            value = loss_fn(model(xb), yb)
+            value.backward()
+            opt.step()
+            return value
+        return model, opt, step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)
+        eager = _train(factory, False, x, y, 32, 3)
+        captured = _train(factory, True, x, y, 32, 3)
+    assert captured[2].replays == 13
+    _assert_same_training(eager, captured)
+
+
 def test_changing_a_module_setting_records_again():
     """A replay bakes in the Python numbers the step used (dropout's p, a slope), so a change of
     a called module's setting makes the next call record again."""

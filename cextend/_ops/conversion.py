@@ -4,7 +4,7 @@ import numpy as np
 from cextend._memory_format import contiguous_format, empty_as, is_contiguous_in, preserve_format
 
 from cextend._fpe import quietly
-from cextend import _bfloat16, _dtype
+from cextend import _bfloat16, _capture, _dtype
 from cextend._device import DeviceArray
 from cextend.autograd import record as rec
 from cextend._ops import samples as S
@@ -80,6 +80,8 @@ def to_dtype(x, numpy_dtype, copy=False):
         data = quietly(x._data.astype, numpy_dtype)      # inf/NaN to int: C's cast, no warning
     if type(data) is np.ndarray and data.ndim > 1 and not x._data.flags.c_contiguous:
         data = _preserve_format(data, x._data)
+    if _capture._active is not None and numpy_dtype.kind != "V" and source.kind != "V":
+        _capture.computed(np.asarray, (x._data,), data)         # replayed as an unsafe cast: astype's
     out = _wrap(data)
     if _dtype.is_floating(numpy_dtype) and rec.needs_grad(x):
         node = rec.record(_ToCopyNode, (x,), out)

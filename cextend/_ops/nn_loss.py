@@ -8,8 +8,11 @@ Tensor ops.  Where torch composes the loss from other ops (l1_loss,
 kl_div, the weighted forms) so do we, so grad_fn and gradients match.
 Classification losses (nll_loss, cross_entropy) are in nn_classification.
 """
+import functools
+
 import numpy as np
 
+from cextend import _capture
 from cextend.autograd import record as rec
 from cextend._ops import nn_samples as S
 from cextend._ops._layout import torch_layout
@@ -68,27 +71,39 @@ class PointwiseLoss:
             return tuple(None if r is None else r / node.count for r in grads)
         self.node = rec.node_class(node_name, scaled_backward)
 
+    def _values(self, reduction, dt, out_dtype, params, a, b, *arrays):
+        """(the loss, reduced; the number of elementwise terms) from the operands' arrays."""
+        loss = np.asarray(self.compute(a, b, *arrays, **params), dt)
+        if out_dtype is not None:
+            loss = loss.astype(out_dtype, copy=False)      # torch reduces in the dtype it computed in
+        out = reduce_array(loss, reduction)
+        if out_dtype is not None and out.dtype != out_dtype:
+            out = out.astype(out_dtype)
+        return out, loss.size
+
     def __call__(self, x, t, reduction, dt, out_dtype=None, extra=(), **params):
         """extra: optional Tensors (or None) the loss also reads, e.g. weights."""
         arrays = [None if e is None else as_array(e, dt) for e in extra]
         a, b = as_array(x, dt), as_array(t, dt)
-        loss = np.asarray(quietly(lambda: self.compute(a, b, *arrays, **params)), dt)
-        if out_dtype is not None:
-            loss = loss.astype(out_dtype, copy=False)      # torch reduces in the dtype it computed in
-        out = quietly(reduce_array, loss, reduction)
+        out, size = quietly(self._values, reduction, dt, out_dtype, params, a, b, *arrays)
         if reduction == "none":
             # laid out as TensorIterator lays out its elementwise kernel's output
             out = torch_layout(out, [x._data, t._data] + [e._data for e in extra if e is not None])
-        if out_dtype is not None and out.dtype != out_dtype:
-            out = out.astype(out_dtype)
+        if _capture._active is not None:
+            _capture.computed(functools.partial(_loss_only, self._values, reduction, dt, out_dtype, params),
+                              (a, b, *arrays), out)
         result = _wrap(out)
         if rec.needs_grad(x, t):
             node = rec.record(self.node, (x, t), result)
-            node.scale = reduction_scale(reduction, loss.size)
-            node.count = loss.size if reduction == "mean" else None
+            node.scale = reduction_scale(reduction, size)
+            node.count = size if reduction == "mean" else None
             node.params = params
             node._saved = (rec.save(x), rec.save(t)) + tuple(rec.save(e) for e in extra)
         return result
+
+
+def _loss_only(values, *args):
+    return values(*args)[0]
 
 
 def _pair(input, target, op):

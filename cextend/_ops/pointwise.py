@@ -506,6 +506,13 @@ _CLAMP_NODES = {"clamp": _ClampNode, "clamp_min": rec.renamed(_ClampNode, "Clamp
                 "clamp_max": rec.renamed(_ClampNode, "ClampMaxBackward0")}
 
 
+def _clamp_values(x, low, high):
+    """_clamp_data's values from the arrays (or numbers) in the computing dtype."""
+    if low is not None:
+        x = torch_maximum(x, low)
+    return x if high is None else torch_minimum(x, high)
+
+
 def _clamp_data(x, low, high, dt):
     """min(max(x, low), high) as torch: x is kept unless it is below low (so
     -0.0 stays -0.0 at a bound of 0); NaN in x or a bound propagates; low >
@@ -562,6 +569,8 @@ def clamp(input, min=None, max=None, *, out=None, _op="clamp"):
         # tensor bounds a ternary one that casts into out.
         scalar_bounds = not (is_tensor(low) or is_tensor(high))
         return _out.write_out(out, data, "clamp", strict="same_dtype" if scalar_bounds else False)
+    if _capture._active is not None:
+        _capture.computed(_clamp_values, [None if v is None else as_array(v, dt) for v in (x, low, high)], data)
     result = _wrap(data)
     if rec.needs_grad(x, low, high) and dt.kind == "f":
         node = rec.record(_clamp_node(_op, low, high), (x, low, high), result)

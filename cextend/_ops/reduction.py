@@ -3,10 +3,11 @@ argmax, all/any.  Backward spreads the gradient back over the reduced
 dims (expand), which is itself differentiable.  max/min with a dim return
 torch's named tuples (.values, .indices)."""
 import collections
+import functools
 
 import numpy as np
 
-from cextend import _dtype
+from cextend import _capture, _dtype
 from cextend._fpe import quietly
 from cextend._device import DeviceArray, empty_like
 from cextend.autograd import record as rec
@@ -70,7 +71,14 @@ def spread(g, in_shape, dims, keepdim):
     being recorded; else filled into a fresh contiguous array (cheaper, and
     what the C kernels downstream like)."""
     keep = _keepdim_shape(in_shape, dims)
-    if not keepdim and g._data.shape != keep:
+    data = g._data
+    if type(data) is np.ndarray and not (is_grad_enabled() and g.requires_grad):
+        out = np.empty(in_shape, data.dtype)        # the common case, without a reshape op's checks
+        out[...] = data.reshape(keep) if data.shape != keep else data
+        if _capture._active is not None:
+            _capture.copy(out, data.reshape(keep))
+        return _wrap(out)
+    if not keepdim and data.shape != keep:
         g = g.reshape(keep)
     if is_grad_enabled() and g.requires_grad:
         return g.expand(in_shape)
@@ -136,7 +144,10 @@ def reduce_sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         _out.check_out(out, "sum", x)
         return _out.write_out(out, result, "sum", reads=(x,))
-    return _record_reduce(_SumNode if dim is None else _SumDimNode, x, _wrap(_contiguous(result)), dims, keepdim)
+    result = _contiguous(result)
+    if _capture._active is not None:
+        _capture.computed(functools.partial(_sum_in, dims=dims, keepdim=keepdim), (data,), result)
+    return _record_reduce(_SumNode if dim is None else _SumDimNode, x, _wrap(result), dims, keepdim)
 
 
 def _sum_in(data, dims, keepdim):
@@ -177,13 +188,20 @@ def reduce_mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     for d in dims:
         count *= data.shape[d]
     # sum / count (numpy's mean warns "Mean of empty slice"; torch gives NaN silently)
-    result = _array(quietly(lambda: np.true_divide(data.sum(axis=dims, keepdims=keepdim), count)
-                            .astype(rt, copy=False)), rt)
+    mean = functools.partial(_mean_in, dims=dims, keepdim=keepdim, count=count, dtype=rt)
+    result = _array(quietly(mean, data), rt)
     if out is not None:
         _out.check_out(out, "mean", x)
         return _out.write_out(out, result, "mean", reads=(x,))
-    return _record_reduce(_MeanNode if dim is None else _MeanDimNode, x, _wrap(_contiguous(result)), dims,
+    result = _contiguous(result)
+    if _capture._active is not None:
+        _capture.computed(mean, (data,), result)
+    return _record_reduce(_MeanNode if dim is None else _MeanDimNode, x, _wrap(result), dims,
                           keepdim, count=count)
+
+
+def _mean_in(data, dims, keepdim, count, dtype):
+    return np.true_divide(data.sum(axis=dims, keepdims=keepdim), count).astype(dtype, copy=False)
 
 
 def _torch_name(dt):

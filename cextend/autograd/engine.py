@@ -135,7 +135,12 @@ def _add(a, b, create_graph):
         return a + b
     if a._data.dtype.kind == "V":
         return _wrap(_bfloat16.add_arrays(a._data, b._data))
-    return _wrap(quietly(np.add, a._data, b._data))
+    total = quietly(np.add, a._data, b._data)
+    if _capture._active is not None:
+        array = total if type(total) is np.ndarray else np.asarray(total)      # 0-d: a numpy scalar
+        _capture.computed(np.add, (a._data, b._data), array, direct=array is total)
+        total = array
+    return _wrap(total)
 
 
 def _tensor_hooks(node, grads):
