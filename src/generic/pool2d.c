@@ -65,6 +65,31 @@ static inline cx_avg_window cx_avg_window_at(const cx_pool2d_geometry *g, int co
 }
 #endif
 
+/* max_pool2d's common 2x2, stride 2 window over rows of unit stride, each window inside the
+ * plane: the generic loop's scan (row by row; a NaN always replaces, else only a strictly larger
+ * value) written out for the four values, so the results and indices are the generic loop's. */
+static void CX_FN(max_pool_2x2)(const REAL *plane, int64_t row_stride, int64_t w, int64_t h_out,
+                                int64_t w_out, REAL *out, int64_t *idx)
+{
+    for (int64_t oh = 0; oh < h_out; ++oh) {
+        const REAL *top = plane + 2 * oh * row_stride, *bottom = top + row_stride;
+        const int64_t base = 2 * oh * w;
+        for (int64_t ow = 0; ow < w_out; ++ow) {
+            const REAL v[4] = {top[2 * ow], top[2 * ow + 1], bottom[2 * ow], bottom[2 * ow + 1]};
+            REAL best_value = v[0];         /* -inf < v[0] or v[0] is NaN: the first always wins */
+            int best = 0;
+            for (int k = 1; k < 4; ++k)
+                if (v[k] > best_value || v[k] != v[k]) {
+                    best_value = v[k];
+                    best = k;
+                }
+            out[oh * w_out + ow] = best_value;
+            if (idx)
+                idx[oh * w_out + ow] = base + (best >> 1) * w + 2 * ow + (best & 1);
+        }
+    }
+}
+
 int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
                                       int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
                                       int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
@@ -81,11 +106,17 @@ int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
         return CEXTEND_OK;
     const int64_t *xs = x_strides;
     const int threads = cx_threads_for_elements((double)planes * L * kh * kw);
+    const int two_by_two = kh == 2 && kw == 2 && stride_h == 2 && stride_w == 2 && pad_h == 0 && pad_w == 0 &&
+                           dilation_h == 1 && dilation_w == 1 && xs[3] == 1 && 2 * h_out <= h && 2 * w_out <= w;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t pc = 0; pc < planes; ++pc) {
         const REAL *plane = x + (pc / c) * xs[0] + (pc % c) * xs[1];
         REAL *out = y + pc * L;
         int64_t *idx = indices ? indices + pc * L : NULL;
+        if (two_by_two) {
+            CX_FN(max_pool_2x2)(plane, xs[2], w, h_out, w_out, out, idx);
+            continue;
+        }
         for (int64_t oh = 0; oh < h_out; ++oh) {
             const int64_t start_h = oh * stride_h - pad_h;
             const int64_t h1 = cx_pool_min(start_h + (kh - 1) * dilation_h + 1, h);
