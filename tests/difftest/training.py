@@ -2,7 +2,8 @@
 
     PYTHONPATH=tests python -m difftest --training-loops --seed S --programs N
 
-Each program is a random small classifier (depth, widths, activations,
+Each program is a random small classifier (an optional convolutional block
+with batch norm, pooling and channel dropout; depth, widths, activations,
 optional batch norm and dropout), a loss scale, optional gradient clipping, an optimizer (SGD with or without momentum, Nesterov and
 weight decay; Adam, AdamW, amsgrad), loss options (class weights,
 ignore_index, mean or sum), dtype, batch size (a ragged last batch), an
@@ -42,8 +43,40 @@ def generate(rng):
         "loss_scale": float(rng.choice([1.0, 1.0, 1.0, 0.5])),
         "clip": bool(rng.random() < 0.15),           # clip_grad_norm_: an in-place change, run eagerly
         "batchnorm": bool(rng.random() < 0.2),       # BatchNorm1d after each hidden Linear
+        "conv": _conv_config(rng) if rng.random() < 0.3 else None,
         "seed": int(rng.integers(0, 2 ** 31)),
     }
+
+
+def _conv_config(rng):
+    """A convolutional block in front of the classifier, on (1, height, width) images."""
+    return {"height": int(rng.integers(4, 10)), "width": int(rng.integers(4, 10)),
+            "channels": int(rng.integers(1, 7)), "kernel": int(rng.choice([1, 3])),
+            "stride": int(rng.choice([1, 1, 2])), "batchnorm": bool(rng.random() < 0.5),
+            "pool": str(rng.choice(["max", "avg", "adaptive", "none"])), "dropout2d": bool(rng.random() < 0.3)}
+
+
+def _conv_block(nn, conv, dtype):
+    """(the layers, the number of features they flatten to)."""
+    k, s = conv["kernel"], conv["stride"]
+    h, w = ((size + 2 * (k // 2) - k) // s + 1 for size in (conv["height"], conv["width"]))
+    layers = [nn.Conv2d(1, conv["channels"], k, stride=s, padding=k // 2, dtype=dtype)]
+    if conv["batchnorm"]:
+        layers.append(nn.BatchNorm2d(conv["channels"], dtype=dtype))
+    layers.append(nn.ReLU())
+    if conv["pool"] == "max":
+        layers.append(nn.MaxPool2d(2))
+        h, w = h // 2, w // 2
+    elif conv["pool"] == "avg":
+        layers.append(nn.AvgPool2d(2))
+        h, w = h // 2, w // 2
+    elif conv["pool"] == "adaptive":
+        layers.append(nn.AdaptiveAvgPool2d(2))
+        h, w = 2, 2
+    if conv["dropout2d"]:
+        layers.append(nn.Dropout2d(0.25))
+    layers.append(nn.Flatten())
+    return layers, conv["channels"] * h * w
 
 
 def _model(cx, config):
@@ -51,6 +84,9 @@ def _model(cx, config):
     dtype = getattr(cx, config["dtype"])
     sizes = config["sizes"]
     layers = []
+    if config.get("conv"):
+        layers, features = _conv_block(nn, config["conv"], dtype)
+        sizes = [features] + sizes[1:]
     for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
         layers.append(nn.Linear(a, b, dtype=dtype))
         if i < len(sizes) - 2 and config.get("batchnorm"):
@@ -88,10 +124,13 @@ def train(cx, config, capture):
     """(losses, parameters, gradients, optimizer state arrays, the capture's reason)."""
     rng = np.random.default_rng(config["seed"])
     sizes, dtype = config["sizes"], np.dtype(config["dtype"])
-    if config.get("batchnorm"):         # batch norm in training takes batches of 2 or more
+    if config.get("batchnorm") or (config.get("conv") or {}).get("batchnorm"):
+        # batch norm in training takes batches of 2 or more (BatchNorm2d: more than one value)
         config = dict(config, batch=max(2, config["batch"]))
         config["samples"] += config["samples"] % config["batch"] == 1
-    x = rng.standard_normal((config["samples"], sizes[0])).astype(dtype)
+    conv = config.get("conv")
+    features = (1, conv["height"], conv["width"]) if conv else (sizes[0],)
+    x = rng.standard_normal((config["samples"],) + features).astype(dtype)
     y = rng.integers(0, sizes[-1], config["samples"])
     y[rng.random(len(y)) < config["ignored"]] = -100
     weight = cx.from_numpy(rng.uniform(0.5, 2.0, sizes[-1]).astype(dtype)) if config["class_weights"] else None
