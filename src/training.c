@@ -54,11 +54,29 @@ static inline double cx_lerp_f64(double a, double end, double w)
     return end - difference * (1.0 - w);
 }
 
+/* torch's lerp takes one of two formulas by the weight; a step's weight is the same for every
+ * element, so the Adam loop picks the formula once (CX_LERP_STARTS_FROM_A) and uses one of: */
+#define CX_LERP_STARTS_FROM_A(w) (fabs((double)(w)) < 0.5)
+static inline float cx_lerp_from_start_f32(float a, float end, float w)
+{
+    return (float)((double)a + (double)w * (double)(end - a));
+}
+
+static inline float cx_lerp_from_end_f32(float a, float end, float w)
+{
+    return (float)((double)end - (double)(end - a) * (double)(1.0f - w));
+}
+
+static inline double cx_lerp_from_start_f64(double a, double end, double w) { return a + w * (end - a); }
+static inline double cx_lerp_from_end_f64(double a, double end, double w) { return end - (end - a) * (1.0 - w); }
+
 #define REAL float
 #define SFX f32
 #define CX_FMA fmaf
 #define CX_SQRT sqrtf
 #define CX_LERP cx_lerp_f32
+#define CX_LERP_FROM_START cx_lerp_from_start_f32
+#define CX_LERP_FROM_END cx_lerp_from_end_f32
 #define CX_ADDCMUL(a, product, t) ((float)((double)(a) + (double)(product) * (double)(t)))
 #include "generic/training.c"
 #undef REAL
@@ -66,6 +84,8 @@ static inline double cx_lerp_f64(double a, double end, double w)
 #undef CX_FMA
 #undef CX_SQRT
 #undef CX_LERP
+#undef CX_LERP_FROM_START
+#undef CX_LERP_FROM_END
 #undef CX_ADDCMUL
 
 #define REAL double
@@ -73,6 +93,8 @@ static inline double cx_lerp_f64(double a, double end, double w)
 #define CX_FMA fma
 #define CX_SQRT sqrt
 #define CX_LERP cx_lerp_f64
+#define CX_LERP_FROM_START cx_lerp_from_start_f64
+#define CX_LERP_FROM_END cx_lerp_from_end_f64
 #define CX_ADDCMUL(a, product, t) ((a) + (product) * (t))
 #include "generic/training.c"
 #undef REAL
@@ -80,4 +102,6 @@ static inline double cx_lerp_f64(double a, double end, double w)
 #undef CX_FMA
 #undef CX_SQRT
 #undef CX_LERP
+#undef CX_LERP_FROM_START
+#undef CX_LERP_FROM_END
 #undef CX_ADDCMUL

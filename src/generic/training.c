@@ -160,9 +160,10 @@ int CX_FN(cextend_sgd_step)(int64_t count, REAL *param, const REAL *grad, REAL *
  */
 
 static inline __attribute__((always_inline))
-void CX_FN(adam_loop)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg, REAL *exp_avg_sq,
-                      int decay_mode, REAL decay, REAL lerp_weight, REAL beta2, REAL one_minus_beta2,
-                      REAL bias_correction2_sqrt, REAL eps, REAL neg_step_size, int maximize)
+void CX_FN(adam_loop)(int64_t count, REAL *restrict param, const REAL *restrict grad, REAL *restrict exp_avg,
+                      REAL *restrict exp_avg_sq, int decay_mode, REAL decay, REAL lerp_weight, REAL beta2,
+                      REAL one_minus_beta2, REAL bias_correction2_sqrt, REAL eps, REAL neg_step_size, int maximize,
+                      int lerp_from_start)
 {
     for (int64_t i = 0; i < count; ++i) {
         REAL p = param[i];
@@ -171,7 +172,8 @@ void CX_FN(adam_loop)(int64_t count, REAL *param, const REAL *grad, REAL *exp_av
             g = CX_FMA(decay, p, g);
         else if (decay_mode == 2)
             p = p * decay;
-        const REAL m = CX_LERP(exp_avg[i], g, lerp_weight);
+        const REAL m = lerp_from_start ? CX_LERP_FROM_START(exp_avg[i], g, lerp_weight)
+                                       : CX_LERP_FROM_END(exp_avg[i], g, lerp_weight);
         REAL v = exp_avg_sq[i] * beta2;
         v = CX_ADDCMUL(v, one_minus_beta2 * g, g);
         const REAL denom = CX_SQRT(v) / bias_correction2_sqrt + eps;
@@ -182,14 +184,49 @@ void CX_FN(adam_loop)(int64_t count, REAL *param, const REAL *grad, REAL *exp_av
     }
 }
 
+/* adam_loop with its loop-invariant choices as constants, so each of the twelve copies is
+ * branch-free and vectorises (the operations, and so the bits, are the same in every copy). */
+static inline __attribute__((always_inline))
+void CX_FN(adam_specialised)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg, REAL *exp_avg_sq,
+                             int decay_mode, REAL decay, REAL lerp_weight, REAL beta2, REAL one_minus_beta2,
+                             REAL bias_correction2_sqrt, REAL eps, REAL neg_step_size, int maximize)
+{
+#define CX_ADAM(dm, mx, from_start)                                                                    \
+    CX_FN(adam_loop)(count, param, grad, exp_avg, exp_avg_sq, dm, decay, lerp_weight, beta2, one_minus_beta2, \
+                     bias_correction2_sqrt, eps, neg_step_size, mx, from_start)
+#define CX_ADAM_LERP(dm, mx)                                                                           \
+    do {                                                                                                \
+        if (CX_LERP_STARTS_FROM_A(lerp_weight))                                                        \
+            CX_ADAM(dm, mx, 1);                                                                         \
+        else                                                                                            \
+            CX_ADAM(dm, mx, 0);                                                                         \
+    } while (0)
+#define CX_ADAM_MAXIMIZE(dm)                                                                            \
+    do {                                                                                                \
+        if (maximize)                                                                                   \
+            CX_ADAM_LERP(dm, 1);                                                                        \
+        else                                                                                            \
+            CX_ADAM_LERP(dm, 0);                                                                        \
+    } while (0)
+    if (decay_mode == 1)
+        CX_ADAM_MAXIMIZE(1);
+    else if (decay_mode == 2)
+        CX_ADAM_MAXIMIZE(2);
+    else
+        CX_ADAM_MAXIMIZE(0);
+#undef CX_ADAM_MAXIMIZE
+#undef CX_ADAM_LERP
+#undef CX_ADAM
+}
+
 #if CX_FMA_CLONES
 CX_TARGET_FMA static void CX_FN(adam_fma)(int64_t count, REAL *param, const REAL *grad, REAL *exp_avg,
                                           REAL *exp_avg_sq, int decay_mode, REAL decay, REAL lerp_weight,
                                           REAL beta2, REAL one_minus_beta2, REAL bias_correction2_sqrt,
                                           REAL eps, REAL neg_step_size, int maximize)
 {
-    CX_FN(adam_loop)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
-                     one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
+    CX_FN(adam_specialised)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
+                            one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
 }
 #endif
 
@@ -216,7 +253,7 @@ int CX_FN(cextend_adam_step)(int64_t count, REAL *param, const REAL *grad, REAL 
         return CEXTEND_OK;
     }
 #endif
-    CX_FN(adam_loop)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
-                     one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
+    CX_FN(adam_specialised)(count, param, grad, exp_avg, exp_avg_sq, decay_mode, decay, lerp_weight, beta2,
+                            one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, maximize);
     return CEXTEND_OK;
 }
