@@ -175,6 +175,16 @@ static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t 
             for (int64_t q = 0; q < g->kw; ++q) {
                 const REAL *src = col + ((c * g->kh + p) * g->kw + q) * NL + b * L;
                 REAL *tap = acc + p * g->dilation_h * Wp + q * g->dilation_w;
+                if (sw == 1 && w_out == 4) {        /* as in im2col: fixed-width rows */
+                    for (int64_t i = 0; i < h_out; ++i, src += 4)
+                        CX_FN(add_row)(tap + i * sh * Wp, src, 4);
+                    continue;
+                }
+                if (sw == 1 && w_out == 8) {
+                    for (int64_t i = 0; i < h_out; ++i, src += 8)
+                        CX_FN(add_row)(tap + i * sh * Wp, src, 8);
+                    continue;
+                }
                 for (int64_t i = 0; i < h_out; ++i, src += w_out) {
                     REAL *row = tap + i * sh * Wp;
                     if (sw == 1)
