@@ -129,10 +129,19 @@ def copy(destination, source):
 
 def computed(function, args, out, direct=False):
     """out holds function(*args) (numpy arrays and constants), cast to out's dtype and laid out as
-    out is: an elementwise op's numpy formula.  A replay recomputes it into out, the same bits;
-    direct: out is the array the ufunc `function` returned, so the replay passes it as out=."""
+    out is: an op's numpy formula.  A replay recomputes it into out, the same bits.  out may be a
+    tuple of arrays, one for each value function returns; direct: out is the array the ufunc
+    `function` returned, so the replay passes it as out=."""
     recording = _active
-    if recording is None or not recording.here() or type(out) is not np.ndarray:
+    if recording is None or not recording.here():
+        return
+    if type(out) is tuple:          # several outputs: function returns one value for each
+        if all(type(o) is np.ndarray for o in out):
+            recording.formulas = True
+            kernel(_into_each, (function, tuple(args), out), [a for a in args if type(a) is np.ndarray], out,
+                   no_check)
+        return
+    if type(out) is not np.ndarray:
         return
     if recording.writes and any(w is out for w in recording.writes[-1][1]):
         return          # the formula called a logged kernel that wrote out (relu's)
@@ -145,6 +154,11 @@ def computed(function, args, out, direct=False):
 
 def _into(function, args, out):
     np.copyto(out, function(*args), casting="unsafe")
+
+
+def _into_each(function, args, outs):
+    for out, value in zip(outs, function(*args)):
+        np.copyto(out, value, casting="unsafe")
 
 
 def fill(array, value):

@@ -280,8 +280,23 @@ def test_random_numbers_outside_dropout_are_refused():
 
 def test_an_op_without_a_captured_kernel_is_refused():
     model_fn = lambda: nn.Sequential(nn.Linear(6, 8, dtype=cx.float64),  # noqa: E731
-                                     nn.LayerNorm(8, dtype=cx.float64), nn.Linear(8, 3, dtype=cx.float64))
+                                     nn.GroupNorm(2, 8, dtype=cx.float64), nn.Linear(8, 3, dtype=cx.float64))
     _refused(_plain, "an op outside the captured kernels made a tensor", model_fn=model_fn)
+
+
+@pytest.mark.parametrize("dtype", [cx.float32, cx.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_is_replayed(dtype, affine):
+    rng = np.random.default_rng(10)
+    x, y = _data(rng, 200, 6, 4, dtype.numpy)
+    factory = _model_step(lambda dt: nn.Sequential(nn.Linear(6, 12, dtype=dt), nn.LayerNorm(12, elementwise_affine=affine,
+                                                   dtype=dt), nn.GELU(), nn.Linear(12, 4, dtype=dt)), dtype, "adamw")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)
+        eager = _train(factory, False, x, y, 32, 3)
+        captured = _train(factory, True, x, y, 32, 3)
+    assert captured[2].replays == 19
+    _assert_same_training(eager, captured)
 
 
 def _model_step(model_fn, dtype, optimizer="momentum", scale=None):

@@ -6,6 +6,7 @@ dropout and normalize are composed from other ops exactly as torch
 composes them (x * mask / (1 - p); x / max(||x||_p, eps)), so their
 grad_fn and gradients are torch's.
 """
+import functools
 import numbers
 import warnings
 
@@ -55,9 +56,13 @@ def native_layer_norm_backward(g, x, weight, bias, stats, mask):
     grad_x = grad_w = grad_b = None
     with grad_mode.no_grad():
         if mask[0]:
-            wide = (in_opmath(a) for a in (g._data, x._data))
-            grad_x = _wrap(np.asarray(quietly(_layer_norm_input_grad, *wide, None if weight is None else
-                                              in_opmath(weight._data), stats.mean, stats.rstd, dims), x._data.dtype))
+            operands = (in_opmath(g._data), in_opmath(x._data), None if weight is None else in_opmath(weight._data),
+                        stats.mean, stats.rstd)
+            values = functools.partial(_layer_norm_input_grad, dims=dims, dtype=x._data.dtype)
+            grad_x = quietly(values, *operands)
+            if _capture._active is not None:
+                _capture.computed(values, operands, grad_x)
+            grad_x = _wrap(grad_x)
         if weight is not None and mask[1]:
             dtype = x._data.dtype
             xhat = (x - _wrap(stats.mean.astype(dtype, copy=False))) * _wrap(stats.rstd.astype(dtype, copy=False))
@@ -99,7 +104,7 @@ class NativeLayerNormBackwardBackward0(rec.FormulaNode):
 _LayerNormNode = rec.node_class("NativeLayerNormBackward", _layer_norm_backward)
 
 
-def _layer_norm_input_grad(g, x, w, mean, rstd, dims):
+def _layer_norm_input_grad(g, x, w, mean, rstd, dims, dtype):
     """torch's CPU kernel, row by row: with ds = sum(g w x), db = sum(g w),
     dx = rstd g w + b x + c, b = (db mean - ds) rstd^3 / N, c = -b mean - db rstd / N.
     (Mathematically the usual formula; an infinity in w or g makes its whole
@@ -111,7 +116,7 @@ def _layer_norm_input_grad(g, x, w, mean, rstd, dims):
     scale = x.dtype.type(1.0 / count) if count else x.dtype.type(0)
     b = (db * mean - ds) * rstd * rstd * rstd * scale
     c = -b * mean - db * rstd * scale
-    return np.asarray(rstd * gw + b * x + c, x.dtype)
+    return np.asarray(np.asarray(rstd * gw + b * x + c, x.dtype), dtype)
 
 
 def _normalized_shape(normalized_shape):
@@ -135,9 +140,11 @@ def _check_parameter(p, name, x, shape):
     return p
 
 
-def _layer_norm_arrays(data, dims, eps, weight, bias):
-    """(mean, rstd, out), computed in data's opmath dtype (float32 for
-    float16, as torch's kernel: [300, -300, 300, -300] would overflow)."""
+def _layer_norm_arrays(data, weight, bias, dims, eps):
+    """(mean, rstd, out) from the arrays (weight and bias may be None): the statistics in data's
+    opmath dtype (float32 for float16, as torch's kernel: [300, -300, 300, -300] would
+    overflow), out in data's dtype, C-contiguous as torch's kernel writes it."""
+    dtype = data.dtype
     data = in_opmath(data)
     mean = data.mean(axis=dims, keepdims=True)
     centered = data - mean
@@ -147,9 +154,9 @@ def _layer_norm_arrays(data, dims, eps, weight, bias):
     # when there is no bias (so a -0.0 result comes out as +0.0, as there)
     out = data * rstd + (-rstd * mean)
     if weight is not None:
-        out = out * weight._data
-    out = out + (bias._data if bias is not None else data.dtype.type(0))
-    return mean, rstd, out
+        out = out * weight
+    out = out + (bias if bias is not None else data.dtype.type(0))
+    return mean, rstd, np.asarray(out, dtype, order="C")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -166,8 +173,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     require_float(x, "LayerNormKernelImpl")
     data = x._data
     dims = tuple(range(data.ndim - n, data.ndim))
-    mean, rstd, out = quietly(_layer_norm_arrays, data, dims, eps, weight, bias)
-    result = _wrap(np.asarray(out, data.dtype, order="C"))       # torch's kernel writes a contiguous output
+    arrays = (data, None if weight is None else weight._data, None if bias is None else bias._data)
+    values = functools.partial(_layer_norm_arrays, dims=dims, eps=eps)
+    mean, rstd, out = quietly(values, *arrays)
+    if _capture._active is not None:
+        _capture.computed(values, arrays, (mean, rstd, out))
+    result = _wrap(out)
     if rec.needs_grad(x, weight, bias):
         node = rec.record(_LayerNormNode, (x, weight, bias), result)
         node.stats = LayerNormStats(dims, eps, mean, rstd)      # in the opmath dtype
