@@ -113,6 +113,14 @@ typedef void (*cx_ukernel_f32)(int64_t kc, const float *a, const float *b, int64
 typedef void (*cx_ukernel_f64)(int64_t kc, const double *a, const double *b, int64_t b_rs,
                                double *c, int64_t ldc, const double *bias, int accumulate);
 
+/* The same tile for a ragged edge: only C's first `rows` rows (1 <= rows
+ * <= MR) are computed and written, each with the arithmetic above, from
+ * the same packed micro-panels (A's steps still MR values apart). */
+typedef void (*cx_ukernel_rows_f32)(int64_t rows, int64_t kc, const float *a, const float *b, int64_t b_rs,
+                                    float *c, int64_t ldc, const float *bias, int accumulate);
+typedef void (*cx_ukernel_rows_f64)(int64_t rows, int64_t kc, const double *a, const double *b, int64_t b_rs,
+                                    double *c, int64_t ldc, const double *bias, int accumulate);
+
 /*
  * Packs B[0:kc, 0:nc] where B[p][j] = b[p + j * csb] (every column
  * contiguous: W^T in the forward pass) into the nr-column micro-panels the
@@ -138,7 +146,8 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
  * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
- * portable loops), and its unpacked path for tiny products. */
+ * portable loops), its unpacked path for tiny products, and optionally a
+ * kernel for tiles with fewer than mr rows. */
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
@@ -146,6 +155,7 @@ typedef struct {
     cx_pack_cols_f32 pack_b_cols;
     cx_pack_rows_f32 pack_a_rows;
     cx_tiny_f32 tiny;
+    cx_ukernel_rows_f32 run_rows;       /* NULL: edge tiles run the whole tile */
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
@@ -154,6 +164,7 @@ typedef struct {
     cx_pack_cols_f64 pack_b_cols;
     cx_pack_rows_f64 pack_a_rows;
     cx_tiny_f64 tiny;
+    cx_ukernel_rows_f64 run_rows;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

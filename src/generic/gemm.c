@@ -63,6 +63,40 @@ static inline int64_t CX_FN(round_up)(int64_t x, int64_t multiple)
     return (x + multiple - 1) / multiple * multiple;
 }
 
+/* pack_a with rsa == 1: A[i][p] = a[i + p * csa].  Always inlined with a
+ * constant mr, so a full panel's step is a fixed-size copy. */
+static inline __attribute__((always_inline)) void CX_FN(pack_a_cols)(int64_t mc, int64_t kc, const REAL *a,
+                                                                     int64_t csa, const int mr,
+                                                                     REAL *restrict ap)
+{
+    for (int64_t ir = 0; ir < mc; ir += mr, ap += (int64_t)mr * kc) {
+        const int64_t rows = CX_FN(min64)(mr, mc - ir);
+        const REAL *src = a + ir;
+        if (rows == mr) {
+            for (int64_t p = 0; p < kc; ++p)
+                __builtin_memcpy(ap + p * mr, src + p * csa, (size_t)mr * sizeof(REAL));
+        } else {
+            for (int64_t p = 0; p < kc; ++p) {
+                for (int64_t i = 0; i < rows; ++i)
+                    ap[p * mr + i] = src[p * csa + i];
+                for (int64_t i = rows; i < mr; ++i)
+                    ap[p * mr + i] = 0;
+            }
+        }
+    }
+}
+
+/* The block size for an extent split into ceil(extent / most) blocks of
+ * about equal size, rounded up to a multiple of unit; never above most
+ * when most is a multiple of unit (every plan's mc and nc are). */
+static inline int64_t CX_FN(balanced)(int64_t extent, int64_t most, int64_t unit)
+{
+    if (extent <= most)
+        return most;
+    const int64_t blocks = (extent + most - 1) / most;
+    return CX_FN(min64)(most, CX_FN(round_up)((extent + blocks - 1) / blocks, unit));
+}
+
 /* A[0:mc, 0:kc] (strides rsa, csa) -> mr-row micro-panels, each kc steps of
  * mr values; rows past mc are zero so edge tiles compute harmlessly. */
 static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *a, int64_t rsa,
@@ -71,6 +105,17 @@ static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *
     if (csa == 1 && rsa != 1 && plan->pack_a_rows) {
         plan->pack_a_rows(mc, kc, a, rsa, ap);      /* transposing in registers */
         return;
+    }
+    if (rsa == 1) {
+        /* Columns contiguous (A = dy^T for dW): each step of a full panel
+         * is one copy of mr adjacent values, of a size known here so that
+         * it compiles to a few vector moves instead of a memmove call. */
+        switch (mr) {
+        case 4: CX_FN(pack_a_cols)(mc, kc, a, csa, 4, ap); return;
+        case 6: CX_FN(pack_a_cols)(mc, kc, a, csa, 6, ap); return;
+        case 8: CX_FN(pack_a_cols)(mc, kc, a, csa, 8, ap); return;
+        default: break;
+        }
     }
     for (int64_t ir = 0; ir < mc; ir += mr) {
         const int64_t rows = CX_FN(min64)(mr, mc - ir);
@@ -97,8 +142,9 @@ static void CX_FN(pack_a)(const PLAN *plan, int64_t mc, int64_t kc, const REAL *
  * micro-panels.  Each row is read PACK_ROW_PANELS panels' worth at a time,
  * in runs the hardware prefetcher follows; going one panel at a time down
  * rows a page or more apart (a 2048-wide W) kept missing the cache. */
-static void CX_FN(pack_b_rows)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int nr,
-                               REAL *restrict bp)
+static inline __attribute__((always_inline)) void CX_FN(pack_b_rows_nr)(int64_t kc, int64_t nc, const REAL *b,
+                                                                         int64_t rsb, const int nr,
+                                                                         const int nr_const, REAL *restrict bp)
 {
     const int64_t group = (int64_t)nr * PACK_ROW_PANELS;
     for (int64_t j0 = 0; j0 < nc; j0 += group) {
@@ -109,12 +155,29 @@ static void CX_FN(pack_b_rows)(int64_t kc, int64_t nc, const REAL *b, int64_t rs
             for (int64_t jr = 0; jr < width; jr += nr) {
                 const int64_t cols = CX_FN(min64)(nr, width - jr);
                 REAL *dst = panels + jr * kc + p * nr;
+                if (cols == nr && nr_const) {
+                    /* A constant size: a few vector moves, not a memcpy call. */
+                    __builtin_memcpy(dst, row + jr, nr_const * sizeof(REAL));
+                    continue;
+                }
                 for (int64_t j = 0; j < cols; ++j)
                     dst[j] = row[jr + j];
                 for (int64_t j = cols; j < nr; ++j)
                     dst[j] = 0;
             }
         }
+    }
+}
+
+static void CX_FN(pack_b_rows)(int64_t kc, int64_t nc, const REAL *b, int64_t rsb, int nr,
+                               REAL *restrict bp)
+{
+    switch (nr) {
+    case 4: CX_FN(pack_b_rows_nr)(kc, nc, b, rsb, 4, 4, bp); break;
+    case 8: CX_FN(pack_b_rows_nr)(kc, nc, b, rsb, 8, 8, bp); break;
+    case 16: CX_FN(pack_b_rows_nr)(kc, nc, b, rsb, 16, 16, bp); break;
+    case 32: CX_FN(pack_b_rows_nr)(kc, nc, b, rsb, 32, 32, bp); break;
+    default: CX_FN(pack_b_rows_nr)(kc, nc, b, rsb, nr, 0, bp); break;
     }
 }
 
@@ -169,7 +232,10 @@ static inline void CX_FN(tile)(const PLAN *plan, int64_t kc, const REAL *ap, con
         return;
     }
     REAL scratch[CX_MAX_TILE] __attribute__((aligned(64)));
-    plan->run(kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
+    if (plan->run_rows)         /* only the rows this tile has */
+        plan->run_rows(rows, kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
+    else
+        plan->run(kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
     for (int64_t i = 0; i < rows; ++i) {
         REAL *out = c + i * ldc;
         const REAL *acc = scratch + i * plan->nr;
@@ -190,16 +256,21 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
                               const REAL *bias, REAL *c, int64_t ldc, REAL *ap, REAL *bp)
 {
     const int mr = plan->mr, nr = plan->nr;
-    for (int64_t jc = 0; jc < N; jc += plan->nc) {
-        const int64_t nc = CX_FN(min64)(plan->nc, N - jc);
+    /* Blocks of equal size (at most the plan's): N = 4096 as 2 x 2048, not
+     * 4080 + 16, whose sliver would repack all of A for one micro-panel;
+     * likewise M.  Only the blocking changes: no element's arithmetic. */
+    const int64_t nc_step = CX_FN(balanced)(N, plan->nc, nr);
+    const int64_t mc_step = CX_FN(balanced)(M, plan->mc, mr);
+    for (int64_t jc = 0; jc < N; jc += nc_step) {
+        const int64_t nc = CX_FN(min64)(nc_step, N - jc);
         for (int64_t pc = 0; pc < K; pc += plan->kc) {
             const int64_t kc = CX_FN(min64)(plan->kc, K - pc);
             const int accumulate = pc > 0;
             const REAL *b_block = b + pc * rsb + jc * csb;
             if (pack_b_whole)
                 CX_FN(pack_b)(plan, kc, nc, b_block, rsb, csb, nr, bp);
-            for (int64_t ic = 0; ic < M; ic += plan->mc) {
-                const int64_t mc = CX_FN(min64)(plan->mc, M - ic);
+            for (int64_t ic = 0; ic < M; ic += mc_step) {
+                const int64_t mc = CX_FN(min64)(mc_step, M - ic);
                 CX_FN(pack_a)(plan, mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t cols = CX_FN(min64)(nr, nc - jr);

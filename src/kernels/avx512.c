@@ -163,8 +163,8 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
  * block of A in L2) ahead by 2-4% for the forward pass (bench/ and thread
  * CPU time, best of repeats). */
 const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
-                                       pack_a_rows_avx512_f32, tiny_avx512_f32};
+                                       pack_a_rows_avx512_f32, tiny_avx512_f32, NULL};
 const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
-                                       pack_a_rows_avx512_f64, tiny_avx512_f64};
+                                       pack_a_rows_avx512_f64, tiny_avx512_f64, NULL};
 
 #endif

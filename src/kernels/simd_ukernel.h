@@ -5,7 +5,9 @@
  *
  * Expects: REAL, VEC, VL (elements per vector), MR (rows), NV (vectors per
  * row, NR = NV * VL), TARGET (a target attribute), UKERNEL (the name) and
- * the operations V_ZERO, V_LOAD, V_STORE, V_BCAST, V_FMA, V_ADD.
+ * the operations V_ZERO, V_LOAD, V_STORE, V_BCAST, V_FMA, V_ADD; A_STEP, if
+ * defined, is the packed panel's row count when MR is smaller (an edge
+ * kernel computing a tile's first MR rows).
  *
  * C is row-major, so a tile row is NV vectors: each step p loads NV vectors
  * of B and, for each of the MR rows, broadcasts one A value and issues NV
@@ -41,7 +43,11 @@ TARGET static void UKERNEL(int64_t kc, const REAL *restrict a, const REAL *restr
             for (int v = 0; v < NV; ++v)
                 acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
         }
+#ifdef A_STEP
+        a += A_STEP;        /* an edge kernel: fewer rows of a full panel */
+#else
         a += MR;
+#endif
         b += b_rs;
     }
 
