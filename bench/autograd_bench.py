@@ -215,12 +215,18 @@ def run(repeats):
         tracemalloc.stop()
         own = [tracemalloc.Filter(False, tracemalloc.__file__)]       # the snapshots' own blocks
         stats = after.filter_traces(own).compare_to(before.filter_traces(own), "traceback")
-        return sum(s.count_diff for s in stats if s.count_diff > 0), sum(s.size_diff for s in stats if s.size_diff > 0)
+        # numpy's array buffers (its own tracemalloc domain), apart from Python objects: past 256 a
+        # tensor's version count is a new int object at each bump, a block of 32 bytes
+        data = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
+        arrays = after.filter_traces(data).compare_to(before.filter_traces(data), "traceback")
+        return (sum(s.count_diff for s in stats if s.count_diff > 0),
+                sum(s.count_diff for s in arrays if s.count_diff > 0))
     step_c = lambda: _epoch(cx, mc, oc, lc, xc[:32], yc[:32])        # noqa: E731
     step_n = lambda: ref.step(x[:32], y[:32])                         # noqa: E731
     step_k = lambda: captured_epoch.step(xc[:32], yc[:32])           # noqa: E731
-    results["memory"] = {"cextend_blocks": allocations(step_c)[0], "numpy_blocks": allocations(step_n)[0],
-                         "captured_blocks": allocations(step_k)[0]}
+    memory = results["memory"] = {}
+    for name, step in (("cextend", step_c), ("numpy", step_n), ("captured", step_k)):
+        memory[name + "_blocks"], memory[name + "_arrays"] = allocations(step)
 
     print("%-34s %12s %12s %8s  %s" % ("case", "ours", "other", "ratio", "other (spread of ratio)"))
     for name, ours, theirs, other, (lo, hi) in rows:
@@ -228,9 +234,10 @@ def run(repeats):
                                                               other, lo, hi))
         results[name] = {"ours_s": ours, "other_s": theirs, "other": other, "ratio": theirs / ours,
                          "ratio_spread": [lo, hi]}
-    print("memory: a training step allocates %d live blocks in cextend (%d captured), %d in numpy (tracemalloc)"
-          % (results["memory"]["cextend_blocks"], results["memory"]["captured_blocks"],
-             results["memory"]["numpy_blocks"]))
+    print("memory: a training step allocates %d live blocks in cextend (%d captured), %d in numpy (tracemalloc); "
+          "of them array buffers: %d (%d captured), %d in numpy"
+          % (memory["cextend_blocks"], memory["captured_blocks"], memory["numpy_blocks"],
+             memory["cextend_arrays"], memory["captured_arrays"], memory["numpy_arrays"]))
     print("load average: %.2f %.2f %.2f" % os.getloadavg())
     results["load_average_end"] = list(os.getloadavg())
     return results

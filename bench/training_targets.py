@@ -71,6 +71,12 @@ def autograd_checks(record):
             out.append(("2", "live blocks of a captured training step, numpy's / ours (%d / %d)"
                         % (memory["numpy_blocks"], memory["captured_blocks"]),
                         memory["numpy_blocks"] / max(1, memory["captured_blocks"]), 0.5))
+        for kind in ("cextend", "captured"):
+            if kind + "_arrays" in memory:      # numpy's array buffers only (no Python objects)
+                out.append(("2", "live array buffers of a%s training step, numpy's / ours (%d / %d)"
+                            % (" captured" if kind == "captured" else "n eager", memory["numpy_arrays"],
+                               memory[kind + "_arrays"]),
+                            max(1, memory["numpy_arrays"]) / max(1, memory[kind + "_arrays"]), 0.5))
     return out
 
 
