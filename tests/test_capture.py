@@ -255,6 +255,15 @@ def _refused(step_body, match, steps=4, dtype=cx.float64, model_fn=None):
         np.testing.assert_array_equal(a, b)
 
 
+def _sgd_step(model, capture, lr=0.1):
+    """A plain step (cross entropy, backward, SGD) of model, through cextend.capture or not."""
+    opt = cx.optim.SGD(model.parameters(), lr=lr)
+
+    def step(xb, yb):
+        return _plain(model, opt, xb, yb)
+    return cx.capture(step) if capture else step
+
+
 def _plain(model, opt, xb, yb):
     opt.zero_grad()
     loss = F.cross_entropy(model(xb), yb)
@@ -407,15 +416,7 @@ def test_batch_norm_in_eval_mode_records_again_and_momentum_none_runs_eagerly():
         cx.manual_seed(2)
         model = nn.Sequential(nn.Conv2d(1, 4, 3, dtype=cx.float64), nn.BatchNorm2d(4, momentum=momentum,
                               dtype=cx.float64), nn.Flatten(), nn.Linear(64, 5, dtype=cx.float64))
-        opt = cx.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(xb, yb):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            return loss
-        run = cx.capture(step) if capture else step
+        run = _sgd_step(model, capture)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CaptureWarning)
             for k in range(6):
@@ -476,15 +477,7 @@ def test_changing_a_module_setting_records_again():
         cx.manual_seed(0)
         model = nn.Sequential(nn.Linear(6, 8, dtype=cx.float64), nn.LeakyReLU(0.2), nn.Dropout(0.2),
                               nn.Linear(8, 3, dtype=cx.float64))
-        opt = cx.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(xb, yb):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            return loss
-        run = cx.capture(step) if capture else step
+        run = _sgd_step(model, capture)
         for k in range(6):
             if k == 2:
                 model[1].negative_slope = 0.01
