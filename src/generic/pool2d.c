@@ -78,11 +78,12 @@ static void CX_FN(max_pool_2x2)(const REAL *plane, int64_t row_stride, int64_t w
             const REAL v[4] = {top[2 * ow], top[2 * ow + 1], bottom[2 * ow], bottom[2 * ow + 1]};
             REAL best_value = v[0];         /* -inf < v[0] or v[0] is NaN: the first always wins */
             int best = 0;
-            for (int k = 1; k < 4; ++k)
-                if (v[k] > best_value || v[k] != v[k]) {
-                    best_value = v[k];
-                    best = k;
-                }
+            /* selects, not branches: on real data which value wins is unpredictable */
+            for (int k = 1; k < 4; ++k) {
+                const int take = (v[k] > best_value) | (v[k] != v[k]);
+                best_value = take ? v[k] : best_value;
+                best = take ? k : best;
+            }
             out[oh * w_out + ow] = best_value;
             if (idx)
                 idx[oh * w_out + ow] = base + (best >> 1) * w + 2 * ow + (best & 1);
