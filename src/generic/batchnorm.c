@@ -19,10 +19,20 @@ static double cx_bn_total(const double *lane)
 {
     return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
+
+/* What a channel sum adds for an element x: x itself, or (x - mean)^2. */
+static inline __attribute__((always_inline)) double cx_bn_term(double x, double mean, int squared)
+{
+    const double d = x - mean;
+    return squared ? d * d : x;
+}
 #endif
 
-/* sum over the channel of x. */
-static double CX_FN(cx_bn_sum)(int64_t n, int64_t s, const REAL *x, const int64_t *xs, int64_t ch)
+/* sum over the channel of x (squared 0), or of (x - mean)^2 (squared 1; a constant at each call,
+ * so each copy is branch-free). */
+static inline __attribute__((always_inline)) double CX_FN(cx_bn_sum_of)(int64_t n, int64_t s, const REAL *x,
+                                                                       const int64_t *xs, int64_t ch, double mean,
+                                                                       int squared)
 {
     double lane[CX_BN_LANES] = {0};
     for (int64_t b = 0; b < n; ++b) {
@@ -32,32 +42,9 @@ static double CX_FN(cx_bn_sum)(int64_t n, int64_t s, const REAL *x, const int64_
         if (step == 1)
             for (; i + CX_BN_LANES <= s; i += CX_BN_LANES)
                 for (int j = 0; j < CX_BN_LANES; ++j)
-                    lane[j] += row[i + j];
+                    lane[j] += cx_bn_term(row[i + j], mean, squared);
         for (; i < s; ++i)
-            lane[i % CX_BN_LANES] += row[i * step];
-    }
-    return cx_bn_total(lane);
-}
-
-/* sum over the channel of (x - mean)^2. */
-static double CX_FN(cx_bn_squares)(int64_t n, int64_t s, const REAL *x, const int64_t *xs, int64_t ch,
-                                   double mean)
-{
-    double lane[CX_BN_LANES] = {0};
-    for (int64_t b = 0; b < n; ++b) {
-        const REAL *row = x + b * xs[0] + ch * xs[1];
-        const int64_t step = xs[2];
-        int64_t i = 0;
-        if (step == 1)
-            for (; i + CX_BN_LANES <= s; i += CX_BN_LANES)
-                for (int j = 0; j < CX_BN_LANES; ++j) {
-                    const double d = row[i + j] - mean;
-                    lane[j] += d * d;
-                }
-        for (; i < s; ++i) {
-            const double d = row[i * step] - mean;
-            lane[i % CX_BN_LANES] += d * d;
-        }
+            lane[i % CX_BN_LANES] += cx_bn_term(row[i * step], mean, squared);
     }
     return cx_bn_total(lane);
 }
@@ -107,8 +94,8 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
     for (int64_t ch = 0; ch < c; ++ch) {
         double mean = 0, invstd = 0;
         if (training && m > 0) {
-            mean = CX_FN(cx_bn_sum)(n, s, x, xs, ch) / (double)m;
-            const double squares = CX_FN(cx_bn_squares)(n, s, x, xs, ch, mean);
+            mean = CX_FN(cx_bn_sum_of)(n, s, x, xs, ch, 0.0, 0) / (double)m;
+            const double squares = CX_FN(cx_bn_sum_of)(n, s, x, xs, ch, mean, 1);
             invstd = 1.0 / sqrt(squares / (double)m + eps);
             if (running_mean)
                 running_mean[ch] = (REAL)((1.0 - momentum) * running_mean[ch] + momentum * mean);
