@@ -468,3 +468,83 @@ REBASED = {
 @over_layouts(REBASED)
 def test_inplace_on_a_non_leaf_and_a_repeated_input_gradcheck(name, layout):
     assert_gradients(*REBASED[name], layout)
+
+
+# -- a leaf's first gradient taken without a copy, only when no one else sees it ---------------
+
+def _writes_through(grad, *others):
+    """Whether writing into grad changes any of others (they share its memory)."""
+    before = [o.numpy().copy() for o in others]
+    grad.add_(1.0)
+    changed = any(not np.array_equal(b, o.numpy()) for b, o in zip(before, others))
+    grad.sub_(1.0)
+    return changed
+
+
+def test_a_leaf_grad_never_shares_memory_with_a_gradient_someone_holds():
+    rng = np.random.default_rng(0)
+    w = cx.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    kept = []
+    # a tensor hook that keeps the gradient it was given
+    y = w * 2.0
+    y.register_hook(lambda g: kept.append(g))
+    (y * 3.0).sum().backward()
+    np.testing.assert_array_equal(kept[0].numpy(), np.full((4, 3), 3.0))
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 3), 6.0))
+    assert not _writes_through(w.grad, kept[0])
+
+    # a hook on the leaf itself that keeps what it sees
+    w.grad = None
+    seen = []
+    handle = w.register_hook(lambda g: seen.append(g))
+    (w * 5.0).sum().backward()
+    handle.remove()
+    assert not _writes_through(w.grad, seen[0])
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 3), 5.0))
+
+    # the caller's own gradient, given to the leaf or passed through unchanged (add's backward)
+    g = cx.tensor(rng.standard_normal((4, 3)))
+    for run in (lambda: w.backward(g), lambda: (w + 0.0).backward(g), lambda: (w + w).backward(g)):
+        w.grad = None
+        run()
+        assert not _writes_through(w.grad, g)
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * g.numpy())
+
+
+def test_two_leaves_fed_one_gradient_get_separate_grads():
+    a = cx.ones(5, requires_grad=True)
+    b = cx.ones(5, requires_grad=True)
+    (a + b).sum().backward()        # add's backward hands the one gradient to both
+    assert not _writes_through(a.grad, b.grad)
+    a.grad.mul_(3.0)
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(5))
+
+
+def test_a_gradient_viewing_another_array_is_copied_into_grad():
+    # view's backward views the incoming gradient: its memory is the kept gradient's
+    x = cx.ones(3, 4, requires_grad=True)
+    flat = x.view(12)
+    kept = []
+    flat.register_hook(lambda g: kept.append(g))
+    (flat * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 2.0))
+    assert not _writes_through(x.grad, kept[0])
+    # a broadcast gradient (sum's backward expands) is made a writable array of its own
+    y = cx.ones(3, requires_grad=True)
+    y.sum().backward()
+    assert y.grad.numpy().flags.writeable
+    y.grad.add_(1.0)
+    np.testing.assert_array_equal(y.grad.numpy(), np.full(3, 2.0))
+
+
+def test_a_taken_gradient_keeps_grad_laid_out_as_the_parameter():
+    # a channels-last parameter gets a channels-last .grad, copied or not
+    w = cx.randn(2, 3, 4, 5).contiguous(memory_format=cx.channels_last).requires_grad_()
+    (w * 2.0).sum().backward()
+    assert w.grad.stride() == w.stride()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 3, 4, 5), 2.0))
+    # a C-order parameter given a transposed gradient gets a C-order .grad
+    v = cx.randn(3, 4, requires_grad=True)
+    (v.t() * 2.0).sum().backward()
+    assert v.grad.is_contiguous()
+    np.testing.assert_array_equal(v.grad.numpy(), np.full((3, 4), 2.0))

@@ -194,7 +194,19 @@ def _softmax_like(input, dim, dtype, log, name):
     if out is None:
         out = quietly(_softmax_array, data, d, log)
     out = out.reshape(()) if ndim == 0 else out
-    result = _wrap(np.asarray(out, x._data.dtype, order="C"))      # torch's softmax is contiguous
+    return _recorded_softmax(x, np.asarray(out, x._data.dtype, order="C"), d, log)     # torch's is contiguous
+
+
+def log_softmax_rows(x):
+    """log_softmax over dim 1 of a 2-D C-contiguous float32/float64 tensor with rows
+    (cross_entropy's common case, checked by its caller): one C call, recorded."""
+    return _recorded_softmax(x, _backend.softmax_rows(x._data, True), 1, True)
+
+
+def _recorded_softmax(x, out, d, log):
+    """out (softmax's values, contiguous) as a Tensor, recorded as x's softmax over d."""
+    ndim = x._data.ndim
+    result = _wrap(out)
     if rec.needs_grad(x):
         node = rec.record(_LogSoftmaxNode if log else _SoftmaxNode, (x,), result)
         node.dim = d if ndim else None     # a 0-d tensor's one "dim" is all of it

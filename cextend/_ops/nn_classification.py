@@ -17,7 +17,7 @@ from cextend._ops._nn_checks import (check_no_grad, functional_call, host_tensor
                                      require_float, torch_name)
 from cextend._ops.registry import register
 from cextend.tensor import _wrap as _new_tensor
-from cextend._ops.nn_activation import log_softmax
+from cextend._ops.nn_activation import log_softmax, log_softmax_rows
 
 
 _wrap = _new_tensor     # a Tensor around an array (module-level: no import per call)
@@ -285,6 +285,14 @@ def _smoothed_classes(logp, t, weight, ignore_index, reduction, label_smoothing,
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
 
 
+def _rows_of_classes(x, target, ignore_index):
+    """Whether cross_entropy's operands are an (N, C) batch of logits (N, C > 0) the C
+    kernels take and N class indices: what the general path would check and find."""
+    shape = x.shape
+    return len(shape) == 2 and shape[0] and shape[1] and target.ndim == 1 and \
+        _backend.nll_rows_supported(x, target, None, ignore_index)
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim, then nll_loss; a float target of input's
@@ -292,6 +300,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     x = host_tensor(input, "cross_entropy")
     t = host_tensor(target, "cross_entropy", "target")
     reduction = reduction_arg(size_average, reduce, reduction)
+    if weight is None and not label_smoothing and _rows_of_classes(x._data, t._data, ignore_index):
+        # A classifier's batch: the general path's two ops without their dispatch and checks.
+        return nll_gather(log_softmax_rows(x), _RowPicks(x._data.shape, t._data, None, ignore_index, reduction),
+                          t, None)
     class_dim = 0 if x._data.ndim == 1 else 1
     if x._data.shape == t._data.shape:
         if t._data.dtype.kind != "f":

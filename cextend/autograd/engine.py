@@ -316,9 +316,13 @@ def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
+        results = g = None
         while ready:
             node = heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.num_outputs
+            # the last node's gradients are referenced by the list alone (AccumulateGrad
+            # takes an array no one else sees as .grad, uncopied)
+            results = g = None
             if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
                                                         node.variable._hooks):
                 if _capture._active is not None:

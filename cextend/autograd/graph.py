@@ -120,7 +120,13 @@ class AccumulateGrad(Node):
                 # an in-place op after detach_() gave the leaf a history
                 raise RuntimeError("leaf variable has been moved into the graph interior")
             if _capture._active is None:
-                accumulate_into(self.variable, grads[0])
+                grad = grads[0]
+                # Only the engine's list of this node's inputs holds the gradient: its array
+                # becomes .grad with no copy, as torch's AccumulateGrad steals a gradient
+                # whose use count says no one else can see it.
+                unseen = grad is not None and sys.getrefcount(grad) == _HELD_BY_LIST_AND_CALLEE \
+                    and _array_references(grad._data) == _HELD_BY_TENSOR and _owns_writable(grad._data)
+                accumulate_into(self.variable, grad, unseen)
             else:
                 # a captured step replays the accumulation itself
                 _capture.leaf_accumulated(self.variable)
@@ -151,14 +157,17 @@ def grad_lock(tensor):
     return lock
 
 
-def accumulate_into(tensor, grad):
+def accumulate_into(tensor, grad, unseen=False):
     """tensor.grad += grad, as torch's AccumulateGrad does it, under the
     leaf's grad lock.
 
     The first gradient is stored as a private copy (never the incoming
-    object, which the caller or another leaf may hold).  Later ones are
-    added in place, or, while a graph of the gradient is being recorded
-    (create_graph=True), added out of place so .grad stays differentiable.
+    object, which the caller or another leaf may hold), or, when the
+    caller knows no one else holds grad or its array (`unseen`), as a new
+    Tensor around that array where it is laid out as .grad must be.  Later
+    ones are added in place, or, while a graph of the gradient is being
+    recorded (create_graph=True), added out of place so .grad stays
+    differentiable.
     """
     if grad is None:
         return
@@ -167,6 +176,8 @@ def accumulate_into(tensor, grad):
         if current is None:
             if is_grad_enabled():
                 tensor._grad = grad.clone()     # recorded: .grad differentiates through it
+            elif unseen and _obeys_layout_contract(grad._data, tensor._data):
+                tensor._grad = _wrap(grad._data)
             else:
                 tensor._grad = _wrap(_obeying_layout_contract(grad._data, tensor._data))
         elif is_grad_enabled() or not current._data.flags.writeable:
@@ -239,6 +250,37 @@ def _references_when_unseen():
 
 _UNSEEN_REFERENCES = None
 _UNSEEN_REFERENCES = _references_when_unseen()
+
+
+def _owns_writable(data):
+    """Whether data is a writable numpy array of its own memory (no other array's view)."""
+    return type(data) is np.ndarray and data.base is None and data.flags.writeable
+
+
+def _obeys_layout_contract(grad, variable):
+    """Whether grad is laid out as _obeying_layout_contract would copy it."""
+    if type(variable) is not np.ndarray or variable.ndim <= 1 or variable.flags.c_contiguous \
+            or not non_overlapping_and_dense(variable):
+        return grad.flags.c_contiguous
+    return grad.strides == variable.strides
+
+
+def _references_of_unseen_gradient():
+    """The reference counts AccumulateGrad.apply sees for a gradient only the engine's list
+    holds (the list, apply's local, getrefcount's argument) and for its array when that
+    Tensor alone holds it (a view of the array would hold it too): they differ across
+    Python versions, so they are counted here, as apply counts them."""
+    def apply_like(grads):
+        grad = grads[0]
+        return sys.getrefcount(grad), _array_references(grad._data)
+    return apply_like([_wrap(np.zeros(1))])
+
+
+def _array_references(data):
+    return sys.getrefcount(data)
+
+
+_HELD_BY_LIST_AND_CALLEE, _HELD_BY_TENSOR = _references_of_unseen_gradient()
 
 
 def _obeying_layout_contract(grad, variable):
