@@ -79,8 +79,12 @@ class Unary:
         return data
 
     def __call__(self, input, out=None):
-        x = require_tensor(input, self.name)
-        dt = self.dtype(x)
+        array = getattr(input, "_data", None)
+        if out is None and type(array) is np.ndarray and array.dtype.kind == "f" and "f" not in self.reject:
+            x, dt = input, array.dtype        # a float tensor keeps its dtype: self.dtype's answer
+        else:
+            x = require_tensor(input, self.name)
+            dt = self.dtype(x)
         data = self.run(x, dt)
         if out is not None:
             _out.check_out(out, self.name, x)

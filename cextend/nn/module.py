@@ -288,8 +288,12 @@ class Module:
         self.add_module(name, module)
 
     def __getattr__(self, name):
+        # reached for every parameter read (self.weight): a parameter first, with one lookup each
         d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
+        store = d.get("_parameters")
+        if store is not None and name in store:
+            return store[name]
+        for store in ("_buffers", "_modules"):
             if store in d and name in d[store]:
                 return d[store][name]
         raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, name))
