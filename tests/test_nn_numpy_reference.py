@@ -210,3 +210,55 @@ def test_dropout_gradient_is_the_same_mask():
 def test_embedding_sparse_gradients_are_refused_clearly():
     with pytest.raises(NotImplementedError, match="sparse"):
         F.embedding(cx.tensor([0, 1]), cx.randn(3, 2), sparse=True)
+
+
+# cross_entropy's common case (an (N, C) batch, class indices, no weight or smoothing) runs
+# log_softmax's and nll_loss's kernels directly: the same values, gradients, graph and errors
+# as the two ops composed, and float64 numpy's values within the rounding bound.
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 1), (5, 4), (129, 10), (32, 1000)], ids=str)
+def test_unweighted_cross_entropy_is_log_softmax_then_nll(shape, reduction, dtype):
+    rng = np.random.default_rng(shape[0] * shape[1])
+    n, c = shape
+    x = rng.uniform(-20, 20, shape).astype(dtype)
+    t = rng.integers(0, c, n)
+    if n > 2:
+        t[1] = -100         # ignored: no loss, a zero gradient row
+    xs = [cx.from_numpy(x.copy()).requires_grad_() for _ in range(2)]
+    fused = F.cross_entropy(xs[0], cx.from_numpy(t), reduction=reduction)
+    composed = F.nll_loss(F.log_softmax(xs[1], 1), cx.from_numpy(t), reduction=reduction)
+    assert fused.grad_fn.name() == composed.grad_fn.name() == "NllLossBackward0"
+    assert fused.grad_fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
+    np.testing.assert_array_equal(fused.detach().numpy(), composed.detach().numpy())
+    g = rng.standard_normal(fused.shape).astype(dtype)
+    fused.backward(cx.from_numpy(g))
+    composed.backward(cx.from_numpy(g.copy()))
+    np.testing.assert_array_equal(xs[0].grad.numpy(), xs[1].grad.numpy())
+
+    x64 = x.astype(np.float64)
+    terms = np.where(t < 0, 0.0, -np.take_along_axis(_log_softmax_ref(x64, 1), np.maximum(t, 0)[:, None], 1)[:, 0])
+    kept = np.count_nonzero(t >= 0)
+    ref = terms if reduction == "none" else terms.sum() if reduction == "sum" else terms.sum() / kept
+    u = np.finfo(dtype).eps / 2
+    scale = np.abs(terms) + np.abs(x64).max() if reduction == "none" else \
+        (np.abs(terms).sum() + kept * np.abs(x64).max()) / (kept if reduction == "mean" else 1)
+    assert np.all(np.abs(fused.detach().numpy().astype(np.float64) - ref) <= 8 * (c + n) * u * scale)
+
+
+def test_cross_entropy_on_a_strided_batch_and_a_bad_target():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    t = rng.integers(0, 5, 6)
+    # a column slice is not contiguous: the general path, the same loss to rounding
+    wide = cx.from_numpy(x)[:, :5]
+    dense = cx.from_numpy(np.ascontiguousarray(x[:, :5]))
+    np.testing.assert_allclose(F.cross_entropy(wide, cx.from_numpy(t)).numpy(),
+                               F.cross_entropy(dense, cx.from_numpy(t)).numpy(), rtol=1e-6)
+    t[3] = 5
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        F.cross_entropy(dense, cx.from_numpy(t))
+    all_ignored = cx.from_numpy(np.full(6, -100))
+    assert np.isnan(F.cross_entropy(dense, all_ignored).item())
+    assert F.cross_entropy(dense, all_ignored, reduction="sum").item() == 0.0
