@@ -17,17 +17,169 @@ static int CX_FN(check_rows)(const char *fn, int64_t rows, int64_t cols, int64_t
     return 0;
 }
 
-/* NaN wins, as torch's max: once the running max is NaN no comparison replaces it. */
-static inline REAL CX_FN(row_max)(const REAL *x, int64_t cols)
+/* NaN wins, as torch's max: once the running max is NaN no comparison replaces it.  The
+ * answer is the first element that a running max would keep (strictly greater replaces):
+ * 8 lanes find the largest value in vectors, and only a NaN or a zero maximum (which of
+ * +0.0 and -0.0 comes first decides its sign) looks again for the first one. */
+static inline __attribute__((always_inline)) REAL CX_FN(row_max)(const REAL *x, int64_t cols)
 {
     REAL m = x[0];
-    for (int64_t j = 1; j < cols; ++j) {
-        const REAL v = x[j];
-        if (v > m || v != v)
-            m = v;
+    if (cols < 16) {
+        for (int64_t j = 1; j < cols; ++j) {
+            const REAL v = x[j];
+            if (v > m || v != v)
+                m = v;
+        }
+        return m;
     }
-    return m;
+    /* 8 lanes as 8 variables: straight-line code the compiler turns into one vector max */
+    REAL m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY, m4 = -INFINITY, m5 = -INFINITY,
+         m6 = -INFINITY, m7 = -INFINITY;
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {     /* a NaN never enters a lane */
+        const REAL *v = x + j;
+        m0 = v[0] > m0 ? v[0] : m0;
+        m1 = v[1] > m1 ? v[1] : m1;
+        m2 = v[2] > m2 ? v[2] : m2;
+        m3 = v[3] > m3 ? v[3] : m3;
+        m4 = v[4] > m4 ? v[4] : m4;
+        m5 = v[5] > m5 ? v[5] : m5;
+        m6 = v[6] > m6 ? v[6] : m6;
+        m7 = v[7] > m7 ? v[7] : m7;
+    }
+    for (; j < cols; ++j)
+        m0 = x[j] > m0 ? x[j] : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    m4 = m5 > m4 ? m5 : m4;
+    m6 = m7 > m6 ? m7 : m6;
+    m0 = m2 > m0 ? m2 : m0;
+    m4 = m6 > m4 ? m6 : m4;
+    m = m4 > m0 ? m4 : m0;
+    int nan = 0;
+    for (j = 0; j < cols; ++j)
+        nan |= x[j] != x[j];
+    if (nan || m == 0) {
+        for (j = 0; j < cols; ++j)
+            if (x[j] != x[j] || (!nan && x[j] == m))
+                return x[j];
+    }
+    return m;      /* all -inf: the lanes' -inf, which is x[0] */
 }
+
+/* Sums of a row in 8 lanes, vectorised: element j (counted from the row's start, with v
+ * starting at a multiple of 8) goes to lane j % 8, and the lanes add up in a fixed tree,
+ * so the order, and so the bits, are the same on every ISA and thread count. */
+static inline __attribute__((always_inline)) void CX_FN(add_to_lanes)(ACC *lanes, const REAL *v, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l)
+            lanes[l] += (ACC)v[j + l];
+    for (int l = 0; j + l < n; ++l)
+        lanes[l] += (ACC)v[j + l];
+}
+
+static inline __attribute__((always_inline)) ACC CX_FN(lanes_total)(const ACC *lanes)
+{
+    return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+/* One row's softmax (log_softmax when log is set) of cols >= 1 values; out may be x.
+ * The exponentials go through a small buffer in chunks, so that they are computed in
+ * vectors (CX_EXP is branch-free), while the sum adds them one by one, in order. */
+static inline __attribute__((always_inline))
+void CX_FN(softmax_row_body)(const REAL *xr, REAL *o, int64_t cols, int log_softmax)
+{
+    enum { CHUNK = 256 };       /* a multiple of 8: lanes continue across chunks */
+    REAL e[CHUNK];
+    const REAL m = CX_FN(row_max)(xr, cols);
+    ACC lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j0 = 0; j0 < cols; j0 += CHUNK) {
+        const int64_t n = cols - j0 < CHUNK ? cols - j0 : CHUNK;
+        for (int64_t j = 0; j < n; ++j)
+            e[j] = CX_EXP(xr[j0 + j] - m);
+        CX_FN(add_to_lanes)(lanes, e, n);
+        if (!log_softmax)
+            for (int64_t j = 0; j < n; ++j)
+                o[j0 + j] = e[j];       /* x's chunk has been read: out may be x */
+    }
+    const ACC sum = CX_FN(lanes_total)(lanes);
+    if (log_softmax) {
+        /* (x - max) - log(sum): an all -inf or a +inf row gives NaN, as torch's. */
+        const REAL lse = CX_LOG((REAL)sum);
+        for (int64_t j = 0; j < cols; ++j)
+            o[j] = (xr[j] - m) - lse;
+    } else {
+        const REAL total = (REAL)sum;
+        for (int64_t j = 0; j < cols; ++j)
+            o[j] = o[j] / total;
+    }
+}
+
+/* One row's gradient (see cextend.h). */
+static inline __attribute__((always_inline))
+void CX_FN(softmax_backward_row_body)(const REAL *g, const REAL *y, REAL *gx, int64_t cols, int log_softmax)
+{
+    enum { CHUNK = 256 };
+    ACC lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (log_softmax) {
+        /* grad - exp(result) * sum(grad) */
+        CX_FN(add_to_lanes)(lanes, g, cols);
+        const REAL s = (REAL)CX_FN(lanes_total)(lanes);
+        for (int64_t j = 0; j < cols; ++j)
+            gx[j] = g[j] - CX_EXP(y[j]) * s;
+    } else {
+        /* result * (grad - sum(grad * result)), the products rounded to REAL before the sum */
+        REAL p[CHUNK];
+        for (int64_t j0 = 0; j0 < cols; j0 += CHUNK) {
+            const int64_t n = cols - j0 < CHUNK ? cols - j0 : CHUNK;
+            for (int64_t j = 0; j < n; ++j)
+                p[j] = g[j0 + j] * y[j0 + j];
+            CX_FN(add_to_lanes)(lanes, p, n);
+        }
+        const REAL s = (REAL)CX_FN(lanes_total)(lanes);
+        for (int64_t j = 0; j < cols; ++j)
+            gx[j] = y[j] * (g[j] - s);
+    }
+}
+
+/* The row functions, compiled for plain x86-64 and again for AVX2 and for
+ * AVX-512: wider vectors, the same operations (no FMA contraction under
+ * -std=c11), so the same bits; the copy for the GEMM's instruction set runs. */
+static void CX_FN(softmax_row)(const REAL *xr, REAL *o, int64_t cols, int log_softmax)
+{
+    CX_FN(softmax_row_body)(xr, o, cols, log_softmax);
+}
+
+static void CX_FN(softmax_backward_row)(const REAL *g, const REAL *y, REAL *gx, int64_t cols, int log_softmax)
+{
+    CX_FN(softmax_backward_row_body)(g, y, gx, cols, log_softmax);
+}
+
+#if CX_SOFTMAX_AVX2
+CX_TARGET_AVX512 static void CX_FN(softmax_row_avx512)(const REAL *xr, REAL *o, int64_t cols, int log_softmax)
+{
+    CX_FN(softmax_row_body)(xr, o, cols, log_softmax);
+}
+
+CX_TARGET_AVX512 static void CX_FN(softmax_backward_row_avx512)(const REAL *g, const REAL *y, REAL *gx,
+                                                                 int64_t cols, int log_softmax)
+{
+    CX_FN(softmax_backward_row_body)(g, y, gx, cols, log_softmax);
+}
+
+CX_TARGET_AVX2 static void CX_FN(softmax_row_avx2)(const REAL *xr, REAL *o, int64_t cols, int log_softmax)
+{
+    CX_FN(softmax_row_body)(xr, o, cols, log_softmax);
+}
+
+CX_TARGET_AVX2 static void CX_FN(softmax_backward_row_avx2)(const REAL *g, const REAL *y, REAL *gx, int64_t cols,
+                                                             int log_softmax)
+{
+    CX_FN(softmax_backward_row_body)(g, y, gx, cols, log_softmax);
+}
+#endif
 
 int CX_FN(cextend_softmax_rows)(int64_t rows, int64_t cols, const REAL *x, REAL *out, int log_softmax)
 {
@@ -42,31 +194,18 @@ int CX_FN(cextend_softmax_rows)(int64_t rows, int64_t cols, const REAL *x, REAL 
         return cx_illegal(fn, 5, "log_softmax", "must be 0 or 1, got %d", log_softmax);
     if (cols == 0)
         return CEXTEND_OK;
+    void (*row)(const REAL *, REAL *, int64_t, int) = CX_FN(softmax_row);
+#if CX_SOFTMAX_AVX2
+    const int isa = cx_isa_current();
+    if (isa >= CEXTEND_ISA_AVX512)
+        row = CX_FN(softmax_row_avx512);
+    else if (isa >= CEXTEND_ISA_AVX2)
+        row = CX_FN(softmax_row_avx2);
+#endif
     const int threads = cx_threads_for_elements(3.0 * (double)count);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < rows; ++r) {
-        const REAL *xr = x + r * cols;
-        REAL *o = out + r * cols;
-        const REAL m = CX_FN(row_max)(xr, cols);
-        ACC sum = 0;
-        if (log_softmax) {
-            for (int64_t j = 0; j < cols; ++j)
-                sum += (ACC)CX_EXP(xr[j] - m);
-            /* (x - max) - log(sum): an all -inf or a +inf row gives NaN, as torch's. */
-            const REAL lse = CX_LOG((REAL)sum);
-            for (int64_t j = 0; j < cols; ++j)
-                o[j] = (xr[j] - m) - lse;
-        } else {
-            for (int64_t j = 0; j < cols; ++j) {
-                const REAL e = CX_EXP(xr[j] - m);   /* read before the write: out may be x */
-                o[j] = e;
-                sum += (ACC)e;
-            }
-            const REAL total = (REAL)sum;
-            for (int64_t j = 0; j < cols; ++j)
-                o[j] = o[j] / total;
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+        row(x + r * cols, out + r * cols, cols, log_softmax);
     return CEXTEND_OK;
 }
 
@@ -83,28 +222,18 @@ int CX_FN(cextend_softmax_backward_rows)(int64_t rows, int64_t cols, const REAL 
         return st;
     if (log_softmax != 0 && log_softmax != 1)
         return cx_illegal(fn, 6, "log_softmax", "must be 0 or 1, got %d", log_softmax);
+    void (*row)(const REAL *, const REAL *, REAL *, int64_t, int) = CX_FN(softmax_backward_row);
+#if CX_SOFTMAX_AVX2
+    const int isa = cx_isa_current();
+    if (isa >= CEXTEND_ISA_AVX512)
+        row = CX_FN(softmax_backward_row_avx512);
+    else if (isa >= CEXTEND_ISA_AVX2)
+        row = CX_FN(softmax_backward_row_avx2);
+#endif
     const int threads = cx_threads_for_elements(3.0 * (double)count);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < rows; ++r) {
-        const REAL *g = grad_out + r * cols, *y = result + r * cols;
-        REAL *gx = grad_x + r * cols;
-        ACC sum = 0;
-        if (log_softmax) {
-            /* grad - exp(result) * sum(grad) */
-            for (int64_t j = 0; j < cols; ++j)
-                sum += (ACC)g[j];
-            const REAL s = (REAL)sum;
-            for (int64_t j = 0; j < cols; ++j)
-                gx[j] = g[j] - CX_EXP(y[j]) * s;
-        } else {
-            /* result * (grad - sum(grad * result)) */
-            for (int64_t j = 0; j < cols; ++j)
-                sum += (ACC)(g[j] * y[j]);
-            const REAL s = (REAL)sum;
-            for (int64_t j = 0; j < cols; ++j)
-                gx[j] = y[j] * (g[j] - s);
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+        row(grad_out + r * cols, result + r * cols, grad_x + r * cols, cols, log_softmax);
     return CEXTEND_OK;
 }
 
