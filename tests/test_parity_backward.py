@@ -88,3 +88,33 @@ def test_backward_with_inputs_at_a_base_written_through_an_expanded_view_copies_
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         v5.sum().backward()
     assert v2.grad is None
+
+
+# -- autograd.grad computes only the gradients on the way to its inputs (torch's
+# task_should_compute_output): a derivative that raises is not taken for an input not asked for
+
+@each_lib
+def test_grad_skips_a_derivative_no_requested_input_needs(lib):
+    a = lib.ones(3, requires_grad=True)
+    b = lib.tensor(2.0, requires_grad=True)
+    t = lib.tensor(4)                          # int64: the derivative for b raises
+    y = a.addcdiv(b, t)
+    (ga,) = lib.autograd.grad(y.sum(), [a], retain_graph=True)
+    np.testing.assert_array_equal(ga.numpy(), np.ones(3))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        lib.autograd.grad(y.sum(), [b], retain_graph=True)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        y.sum().backward()
+
+
+@each_lib
+def test_grad_through_an_in_place_op_on_a_view_asks_its_node_for_the_requested_inputs_only(lib):
+    x = lib.zeros(4, requires_grad=True)
+    b = lib.tensor(0.5, requires_grad=True)
+    base = x.clone()
+    view = base[1:3]
+    view.addcdiv_(b, lib.tensor(3))             # a CopySlices around addcdiv's node
+    (gx,) = lib.autograd.grad((base * lib.arange(4.0)).sum(), [x], create_graph=True)
+    np.testing.assert_array_equal(gx.detach().numpy(), [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        lib.autograd.grad((base * 2.0).sum(), [b])

@@ -241,10 +241,14 @@ def execute(roots, retain_graph, create_graph, capture=None, run_captured=False)
                 # backward(inputs=[leaf]) accumulates through the leaf's own
                 # node, as torch's does: its pre-, post- and post-accumulate
                 # hooks run
-                if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
-                    results = node.apply(grads)
-                else:
-                    results = _run(node, grads)
+                node._wanted = needed
+                try:
+                    if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
+                        results = node.apply(grads)
+                    else:
+                        results = _run(node, grads)
+                finally:
+                    del node._wanted
                 if not retain_graph:
                     node._release()
                 metas = node._input_meta

@@ -47,6 +47,8 @@ class Node:
     _fused = None           # a copy_ standing for x.op_(): the node of op(x) it copied
     _runs_first = False     # ahead of every other ready node (see engine.execute)
     _anomaly_trace = None   # the forward call's stack, kept while anomaly detection is on
+    _wanted = None          # while a pass that computes some inputs' gradients runs it: the nodes
+                            # on the way to them (BuiltinNode.needs)
 
     def __init__(self):
         self._seq = next(_sequence)

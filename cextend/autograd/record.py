@@ -63,7 +63,10 @@ class BuiltinNode(Node):
         raise NotImplementedError
 
     def needs(self, i):
-        return self.next_functions[i][0] is not None
+        # torch's task_should_compute_output: an edge, and, in a pass that computes only some
+        # inputs' gradients (autograd.grad, backward(inputs=)), one on the way to them
+        child = self.next_functions[i][0]
+        return child is not None and (self._wanted is None or child in self._wanted)
 
     computes_unwanted_outputs = False
 

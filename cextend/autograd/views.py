@@ -232,7 +232,17 @@ class CopySlices(Node):
             raise RuntimeError(SELF_OVERLAP_MESSAGE)
         result = _clone_in_order(grads[0], self.base_order)
         region = self.view_fn(result)
-        results = self.fn.apply([region.clone()])
+        wanted = self._wanted
+        if wanted is None:
+            results = self.fn.apply([region.clone()])
+        else:
+            # fn computes the region's gradient always (its edge 0 is the view's old history),
+            # its other inputs' as this node is asked for them
+            self.fn._wanted = wanted | {self.fn.next_functions[0][0]}
+            try:
+                results = self.fn.apply([region.clone()])
+            finally:
+                del self.fn._wanted
         first = results[0] if results else None
         if first is None:
             region.zero_()
