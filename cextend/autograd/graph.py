@@ -126,8 +126,8 @@ class AccumulateGrad(Node):
                 # Only the engine's list of this node's inputs holds the gradient: its array
                 # becomes .grad with no copy, as torch's AccumulateGrad steals a gradient
                 # whose use count says no one else can see it.
-                unseen = grad is not None and sys.getrefcount(grad) == _HELD_BY_LIST_AND_CALLEE \
-                    and _array_references(grad._data) == _HELD_BY_TENSOR and _owns_writable(grad._data)
+                unseen = grad is not None and _references(grad) == _ENGINE_ONLY_REFERENCES \
+                    and _owns_writable(grad._data)
                 accumulate_into(self.variable, grad, unseen)
             else:
                 # a captured step replays the accumulation itself
@@ -229,12 +229,20 @@ class ReplayedAccumulation:
         self.spare = tensor._grad
 
 
+def _references(t):
+    """(references to Tensor t, references to its array): who else can see a gradient.  A view
+    of the array holds the array too.  The counts a caller expects depend on its own frames and
+    on the Python version, so each caller's are counted at import, through this function, by
+    code shaped like the caller."""
+    return sys.getrefcount(t), sys.getrefcount(t._data)
+
+
 def _unseen(t):
     """Whether no one but a ReplayedAccumulation holds t, its array or a view of either, and
     it is still a plain gradient (no history, hooks or attributes of its own)."""
     if type(t._data) is not np.ndarray:
         return False
-    counts = sys.getrefcount(t), sys.getrefcount(t._data)
+    counts = _references(t)
     if _UNSEEN_REFERENCES is None:
         return counts           # calibrating
     return (counts == _UNSEEN_REFERENCES and t._base is None and t._grad_fn is None and not t._requires_grad
@@ -267,22 +275,16 @@ def _obeys_layout_contract(grad, variable):
     return grad.strides == variable.strides
 
 
-def _references_of_unseen_gradient():
-    """The reference counts AccumulateGrad.apply sees for a gradient only the engine's list
-    holds (the list, apply's local, getrefcount's argument) and for its array when that
-    Tensor alone holds it (a view of the array would hold it too): they differ across
-    Python versions, so they are counted here, as apply counts them."""
+def _references_of_engine_only_gradient():
+    """What AccumulateGrad.apply counts for a gradient only the engine's list of its inputs
+    holds, counted as apply counts it."""
     def apply_like(grads):
         grad = grads[0]
-        return sys.getrefcount(grad), _array_references(grad._data)
+        return _references(grad)
     return apply_like([_wrap(np.zeros(1))])
 
 
-def _array_references(data):
-    return sys.getrefcount(data)
-
-
-_HELD_BY_LIST_AND_CALLEE, _HELD_BY_TENSOR = _references_of_unseen_gradient()
+_ENGINE_ONLY_REFERENCES = _references_of_engine_only_gradient()
 
 
 def _obeying_layout_contract(grad, variable):
