@@ -173,6 +173,12 @@ CX_INTERNAL extern const cx_plan_f64 cx_plan_generic_f64;
 #define CX_HAVE_X86_KERNELS 1
 CX_INTERNAL extern const cx_plan_f32 cx_plan_avx2_f32, cx_plan_avx512_f32;
 CX_INTERNAL extern const cx_plan_f64 cx_plan_avx2_f64, cx_plan_avx512_f64;
+/* A kernel written once in portable C is compiled again under each of
+ * these (the compiler vectorises each copy for that instruction set) and
+ * the copy for cx_isa_current() runs.  Only for loops whose results do not
+ * depend on the vector width (selects, or the same operation order). */
+#define CX_TARGET_AVX2 __attribute__((target("avx2")))
+#define CX_TARGET_AVX512 __attribute__((target("avx512f")))
 #endif
 
 /* The largest register block of any plan: the size of an edge tile buffer. */

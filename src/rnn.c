@@ -172,7 +172,6 @@ static inline void cx_rnn_share(int64_t total, int t, int n, int64_t *start, int
  * (CEXTEND_ISA=generic picks the plain copy; the bits are the same). */
 #if defined(CX_HAVE_X86_KERNELS)
 #define CX_RNN_AVX2 1
-#define CX_TARGET_AVX2 __attribute__((target("avx2")))
 static int cx_rnn_use_avx2(void)
 {
     return cx_isa_current() >= CEXTEND_ISA_AVX2;

@@ -26,8 +26,6 @@
 
 #if defined(CX_HAVE_X86_KERNELS)
 #define CX_SOFTMAX_AVX2 1
-#define CX_TARGET_AVX2 __attribute__((target("avx2")))
-#define CX_TARGET_AVX512 __attribute__((target("avx512f")))
 #else
 #define CX_SOFTMAX_AVX2 0
 #endif

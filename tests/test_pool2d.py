@@ -96,6 +96,78 @@ def test_max_pool_window_with_no_element_inside_gives_torchs_answer():
     assert dx.tolist() == [[[[0.0] * 5]]]
 
 
+def _scan_2x2(x):
+    """torch's scan over each 2x2, stride 2 window (numpy, every window at once): top-left
+    first, then top-right, bottom-left, bottom-right; a NaN always replaces, else only a
+    strictly larger value.  (values, indices in the plane)."""
+    h_out, w_out = x.shape[2] // 2, x.shape[3] // 2
+    w = x.shape[3]
+    window = x[:, :, :2 * h_out, :2 * w_out]
+    candidates = [window[:, :, 0::2, 0::2], window[:, :, 0::2, 1::2], window[:, :, 1::2, 0::2],
+                  window[:, :, 1::2, 1::2]]
+    rows, cols = np.meshgrid(np.arange(h_out), np.arange(w_out), indexing="ij")
+    top_left = 2 * rows * w + 2 * cols
+    best = candidates[0].copy()
+    place = np.broadcast_to(top_left, best.shape).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        for value, offset in zip(candidates[1:], (1, w, w + 1)):
+            take = (value > best) | np.isnan(value)
+            best = np.where(take, value, best)
+            place = np.where(take, top_left + offset, place)
+    return best, place
+
+
+def _awkward(shape, dtype, rng):
+    """Values with ties, NaN, +-0.0 and +-inf scattered through (where which value wins matters)."""
+    x = rng.integers(-2, 3, shape).astype(dtype)
+    flat = x.reshape(-1)
+    for value in (np.nan, -0.0, 0.0, np.inf, -np.inf):
+        flat[rng.integers(0, flat.size, max(1, flat.size // 50))] = value
+    return x
+
+
+# (n, c, h, w): exact halves with 1, 2, 4, 8 windows a row (the run-of-pairs path; 5 x 70
+# planes of 4 x 4 windows span several chunks, the last one partial; 2400 windows a plane is
+# over a chunk), the row-by-row path (other widths, odd sizes), and two large enough for
+# two threads
+POOL_2X2_SHAPES = [(1, 1, 2, 2), (2, 3, 6, 2), (3, 2, 8, 4), (64, 16, 8, 8), (5, 70, 8, 8), (2, 3, 10, 16),
+                   (1, 1, 600, 16), (2, 2, 6, 6), (2, 3, 7, 9), (1, 2, 4, 32), (2, 1, 5, 34), (1, 1, 3, 9),
+                   (16, 80, 16, 16), (8, 40, 32, 34)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", POOL_2X2_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_max_pool_2x2_matches_torchs_scan_on_every_layout_and_isa(shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    x = _awkward(shape, dtype, rng)
+    ref_values, ref_indices = _scan_2x2(x)
+    if x.size <= 400:
+        slow_values, slow_indices = max_pool2d(x, (2, 2), (2, 2), (0, 0), (1, 1), ref_values.shape[2:])
+        np.testing.assert_array_equal(ref_values, slow_values)
+        np.testing.assert_array_equal(ref_indices, slow_indices)
+    window, out_shape = pool2d_window(shape, 2, 2, 0, 1, False, "test")
+    wide = np.full(shape[:3] + (shape[3] + 3,), 7, dtype)       # rows with a stride past their width
+    wide[..., :shape[3]] = x
+    swapped = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    layouts = [("contiguous", x), ("row stride", wide[..., :shape[3]]), ("planes swapped", swapped)]
+    previous, threads_before = _backend.get_isa(), cextend.get_num_threads()
+    try:
+        for isa, threads in [(isa, 1) for isa in _backend.available_isas()] + [(previous, 2)]:
+            _backend.set_isa(isa)
+            cextend.set_num_threads(threads)
+            for name, view in layouts:
+                values, indices = poisoned(out_shape, dtype), np.full(out_shape, -7, np.int64)
+                _backend.max_pool2d_forward(view, values, indices, window)
+                np.testing.assert_array_equal(values, ref_values, err_msg="%s, %s" % (isa, name))
+                np.testing.assert_array_equal(indices, ref_indices, err_msg="%s, %s" % (isa, name))
+                alone = poisoned(out_shape, dtype)          # without indices (no grad wanted)
+                _backend.max_pool2d_forward(view, alone, None, window)
+                np.testing.assert_array_equal(alone, ref_values, err_msg="%s, %s" % (isa, name))
+    finally:
+        _backend.set_isa(previous)
+        cextend.set_num_threads(threads_before)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", AVG_CASES, ids=[str(i) for i in range(len(AVG_CASES))])
 def test_avg_pool_matches_reference(case, dtype):

@@ -63,32 +63,189 @@ static inline cx_avg_window cx_avg_window_at(const cx_pool2d_geometry *g, int co
         win.divisor = (double)((win.h1 - win.h0) * (win.w1 - win.w0));
     return win;
 }
+
+/* One step of max pooling's scan (see max_pool_2x2 below), on best and at. */
+#define CX_MAX_POOL_TAKE(value, place)                      \
+    do {                                                    \
+        const REAL v_ = (value);                            \
+        const int take_ = (v_ > best) | (v_ != v_);         \
+        best = take_ ? v_ : best;                           \
+        at = take_ ? (place) : at;                          \
+    } while (0)
 #endif
 
-/* max_pool2d's common 2x2, stride 2 window over rows of unit stride, each window inside the
- * plane: the generic loop's scan (row by row; a NaN always replaces, else only a strictly larger
- * value) written out for the four values, so the results and indices are the generic loop's. */
-static void CX_FN(max_pool_2x2)(const REAL *plane, int64_t row_stride, int64_t w, int64_t h_out,
-                                int64_t w_out, REAL *out, int64_t *idx)
+/*
+ * max_pool2d's common 2x2, stride 2 window over rows of unit stride, each
+ * window inside the plane: the generic loop's scan (row by row; a NaN always
+ * replaces, else only a strictly larger value) written out for the four
+ * values, so the results and indices are the generic loop's.  Selects, not
+ * branches (which value wins is unpredictable on real data), in loops the
+ * compiler vectorises (pool2d.c is compiled with no-trapping-math); the
+ * scalar loop this replaces took 3 ns a window, 4 times that when its
+ * stores and loads met 4 KiB apart (the CNN demo's buffers did).
+ */
+/* One output row from its top and bottom input rows; base: the index of
+ * the row's first window's top-left value in its plane. */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_row)(const REAL *top, const REAL *bottom,
+                                                                          int64_t w_out, int64_t w, int64_t base,
+                                                                          REAL *out, int64_t *idx)
 {
-    for (int64_t oh = 0; oh < h_out; ++oh) {
-        const REAL *top = plane + 2 * oh * row_stride, *bottom = top + row_stride;
-        const int64_t base = 2 * oh * w;
+    if (!idx) {
         for (int64_t ow = 0; ow < w_out; ++ow) {
-            const REAL v[4] = {top[2 * ow], top[2 * ow + 1], bottom[2 * ow], bottom[2 * ow + 1]};
-            REAL best_value = v[0];         /* -inf < v[0] or v[0] is NaN: the first always wins */
-            int best = 0;
-            /* selects, not branches: on real data which value wins is unpredictable */
-            for (int k = 1; k < 4; ++k) {
-                const int take = (v[k] > best_value) | (v[k] != v[k]);
-                best_value = take ? v[k] : best_value;
-                best = take ? k : best;
-            }
-            out[oh * w_out + ow] = best_value;
-            if (idx)
-                idx[oh * w_out + ow] = base + (best >> 1) * w + 2 * ow + (best & 1);
+            REAL best = top[2 * ow];
+            int64_t at = 0;
+            CX_MAX_POOL_TAKE(top[2 * ow + 1], 1);
+            CX_MAX_POOL_TAKE(bottom[2 * ow], w);
+            CX_MAX_POOL_TAKE(bottom[2 * ow + 1], w + 1);
+            out[ow] = best;
+        }
+        return;
+    }
+    for (int64_t ow = 0; ow < w_out; ++ow) {
+        REAL best = top[2 * ow];
+        int64_t at = 0;
+        CX_MAX_POOL_TAKE(top[2 * ow + 1], 1);
+        CX_MAX_POOL_TAKE(bottom[2 * ow], w);
+        CX_MAX_POOL_TAKE(bottom[2 * ow + 1], w + 1);
+        out[ow] = best;
+        idx[ow] = base + 2 * ow + at;
+    }
+}
+
+/* Planes of exactly 2 h_out x 2 W values, laid end to end, W a small
+ * constant: rows too short to vectorise one at a time, so `pairs` row
+ * pairs (4 W values, W windows each) are taken as one run: each window's
+ * maximum, and which of its four values won (0 to 3, in scan order). */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_pairs)(int64_t pairs, const REAL *x, const int W,
+                                                                            REAL *out, unsigned char *won)
+{
+    for (int64_t r = 0; r < pairs; ++r) {
+        const REAL *top = x + 4 * W * r, *bottom = top + 2 * W;
+#pragma GCC unroll 8
+        for (int j = 0; j < W; ++j) {
+            REAL best = top[2 * j];
+            int at = 0;
+            CX_MAX_POOL_TAKE(top[2 * j + 1], 1);
+            CX_MAX_POOL_TAKE(bottom[2 * j], 2);
+            CX_MAX_POOL_TAKE(bottom[2 * j + 1], 3);
+            out[W * r + j] = best;
+            won[W * r + j] = (unsigned char)at;
         }
     }
+}
+
+/* The winners' indices for `planes` planes of L = h_out W windows: the
+ * window's top-left place in its plane (row 2 (l / W), column 2 (l % W)),
+ * plus 1 for a right-hand winner and a row (2 W) for a bottom one. */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_places)(int64_t planes, int64_t L, const int W,
+                                                                             const unsigned char *won, int64_t *idx)
+{
+    for (int64_t p = 0; p < planes; ++p)
+        for (int64_t l = 0; l < L; ++l) {
+            const int64_t k = won[p * L + l];
+            idx[p * L + l] = 4 * W * (l / W) + 2 * (l % W) + (k & 1) + (k >> 1) * 2 * W;
+        }
+}
+
+/* Windows per chunk of whole planes in the run-of-pairs path: its winners
+ * stay in a stack buffer of this many bytes (and in L1). */
+#define CX_MAX_POOL_CHUNK 2048
+
+/* np whole planes (2 h_out x 2 w_out values each, end to end) of the
+ * run-of-pairs path, w_out one of 1, 2, 4, 8. */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_planes_body)(int64_t np, int64_t h_out,
+                                                                                  int64_t w_out, const REAL *x,
+                                                                                  REAL *y, int64_t *indices)
+{
+    unsigned char won[CX_MAX_POOL_CHUNK];
+    const int64_t L = h_out * w_out;
+    switch (w_out) {
+    case 1: CX_FN(max_pool_2x2_pairs)(np * h_out, x, 1, y, won); break;
+    case 2: CX_FN(max_pool_2x2_pairs)(np * h_out, x, 2, y, won); break;
+    case 4: CX_FN(max_pool_2x2_pairs)(np * h_out, x, 4, y, won); break;
+    default: CX_FN(max_pool_2x2_pairs)(np * h_out, x, 8, y, won); break;
+    }
+    if (!indices)
+        return;
+    switch (w_out) {
+    case 1: CX_FN(max_pool_2x2_places)(np, L, 1, won, indices); break;
+    case 2: CX_FN(max_pool_2x2_places)(np, L, 2, won, indices); break;
+    case 4: CX_FN(max_pool_2x2_places)(np, L, 4, won, indices); break;
+    default: CX_FN(max_pool_2x2_places)(np, L, 8, won, indices); break;
+    }
+}
+
+/* One plane of any other layout (rows of unit stride), row by row. */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_plane_body)(const REAL *plane, int64_t row_stride,
+                                                                                 int64_t w, int64_t h_out,
+                                                                                 int64_t w_out, REAL *y,
+                                                                                 int64_t *indices)
+{
+    for (int64_t oh = 0; oh < h_out; ++oh)
+        CX_FN(max_pool_2x2_row)(plane + 2 * oh * row_stride, plane + (2 * oh + 1) * row_stride, w_out, w,
+                                2 * oh * w, y + oh * w_out, indices ? indices + oh * w_out : NULL);
+}
+
+/* Each body compiled for plain x86-64 (or any other CPU) and for AVX2 and
+ * AVX-512; the threads' loops stay outside them (an OpenMP loop's body is
+ * outlined into a function without its caller's target). */
+typedef void (*CX_FN(max_pool_2x2_planes_fn))(int64_t, int64_t, int64_t, const REAL *, REAL *, int64_t *);
+typedef void (*CX_FN(max_pool_2x2_plane_fn))(const REAL *, int64_t, int64_t, int64_t, int64_t, REAL *, int64_t *);
+#define CX_MAX_POOL_CLONES(suffix, target)                                                                     \
+    target static void CX_FN(max_pool_2x2_planes##suffix)(int64_t np, int64_t h_out, int64_t w_out,           \
+                                                          const REAL *x, REAL *y, int64_t *indices)           \
+    {                                                                                                          \
+        CX_FN(max_pool_2x2_planes_body)(np, h_out, w_out, x, y, indices);                                      \
+    }                                                                                                          \
+    target static void CX_FN(max_pool_2x2_plane##suffix)(const REAL *plane, int64_t row_stride, int64_t w,    \
+                                                         int64_t h_out, int64_t w_out, REAL *y,               \
+                                                         int64_t *indices)                                    \
+    {                                                                                                          \
+        CX_FN(max_pool_2x2_plane_body)(plane, row_stride, w, h_out, w_out, y, indices);                        \
+    }
+CX_MAX_POOL_CLONES(, )
+#if defined(CX_HAVE_X86_KERNELS)
+CX_MAX_POOL_CLONES(_avx2, CX_TARGET_AVX2)
+CX_MAX_POOL_CLONES(_avx512, CX_TARGET_AVX512)
+#endif
+#undef CX_MAX_POOL_CLONES
+
+static void CX_FN(max_pool_2x2)(const cx_pool2d_geometry *g, const REAL *x, const int64_t *xs, REAL *y,
+                                int64_t *indices, int threads)
+{
+    CX_FN(max_pool_2x2_planes_fn) planes_kernel = CX_FN(max_pool_2x2_planes);
+    CX_FN(max_pool_2x2_plane_fn) plane_kernel = CX_FN(max_pool_2x2_plane);
+#if defined(CX_HAVE_X86_KERNELS)
+    const int isa = cx_isa_current();
+    if (isa >= CEXTEND_ISA_AVX512) {
+        planes_kernel = CX_FN(max_pool_2x2_planes_avx512);
+        plane_kernel = CX_FN(max_pool_2x2_plane_avx512);
+    } else if (isa >= CEXTEND_ISA_AVX2) {
+        planes_kernel = CX_FN(max_pool_2x2_planes_avx2);
+        plane_kernel = CX_FN(max_pool_2x2_plane_avx2);
+    }
+#endif
+    const int64_t c = g->c, h = g->h, w = g->w, h_out = g->h_out, w_out = g->w_out;
+    const int64_t planes = g->n * c, L = h_out * w_out;
+    /* planes end to end, each exactly its windows, with rows too short to
+     * vectorise one at a time: the run-of-pairs path */
+    const int runs = h == 2 * h_out && w == 2 * w_out && xs[2] == w && (c == 1 || xs[1] == h * w) &&
+                     (g->n == 1 || xs[0] == c * h * w) && L <= CX_MAX_POOL_CHUNK &&
+                     (w_out == 1 || w_out == 2 || w_out == 4 || w_out == 8);
+    if (runs) {
+        const int64_t per_chunk = CX_MAX_POOL_CHUNK / L, chunks = (planes + per_chunk - 1) / per_chunk;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+        for (int64_t ch = 0; ch < chunks; ++ch) {
+            const int64_t p0 = ch * per_chunk;
+            planes_kernel(cx_pool_min(per_chunk, planes - p0), h_out, w_out, x + p0 * h * w, y + p0 * L,
+                          indices ? indices + p0 * L : NULL);
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t pc = 0; pc < planes; ++pc)
+        plane_kernel(x + (pc / c) * xs[0] + (pc % c) * xs[1], xs[2], w, h_out, w_out, y + pc * L,
+                     indices ? indices + pc * L : NULL);
 }
 
 int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
@@ -109,15 +266,15 @@ int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
     const int threads = cx_threads_for_elements((double)planes * L * kh * kw);
     const int two_by_two = kh == 2 && kw == 2 && stride_h == 2 && stride_w == 2 && pad_h == 0 && pad_w == 0 &&
                            dilation_h == 1 && dilation_w == 1 && xs[3] == 1 && 2 * h_out <= h && 2 * w_out <= w;
+    if (two_by_two) {
+        CX_FN(max_pool_2x2)(&g, x, xs, y, indices, threads);
+        return CEXTEND_OK;
+    }
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t pc = 0; pc < planes; ++pc) {
         const REAL *plane = x + (pc / c) * xs[0] + (pc % c) * xs[1];
         REAL *out = y + pc * L;
         int64_t *idx = indices ? indices + pc * L : NULL;
-        if (two_by_two) {
-            CX_FN(max_pool_2x2)(plane, xs[2], w, h_out, w_out, out, idx);
-            continue;
-        }
         for (int64_t oh = 0; oh < h_out; ++oh) {
             const int64_t start_h = oh * stride_h - pad_h;
             const int64_t h1 = cx_pool_min(start_h + (kh - 1) * dilation_h + 1, h);
