@@ -95,6 +95,14 @@ static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_
 
 /* The instruction set in use (a CEXTEND_ISA_* value, never AUTO). */
 CX_INTERNAL int cx_isa_current(void);
+
+/* A 64-byte aligned buffer of at least `bytes` for this thread's temporary
+ * of one kind (scratch.c: kept between calls, so no page faults each
+ * call), or NULL when memory runs out.  Valid until this thread's next
+ * request of the same kind; cx_scratch_done(kind) when the call ends. */
+enum { CX_SCRATCH_GEMM, CX_SCRATCH_CONV, CX_SCRATCH_KINDS };
+CX_INTERNAL void *cx_scratch(int kind, size_t bytes);
+CX_INTERNAL void cx_scratch_done(int kind);
 /* Threads to use for a problem of `work` multiply-adds (1 for small ones). */
 CX_INTERNAL int cx_threads_for(double work);
 

@@ -1,9 +1,10 @@
 """Threads, memory and determinism.
 
-The kernels run with the GIL released (cffi API mode) and keep no static
-scratch, so concurrent callers must get exactly the serial results; long
-call loops must not grow memory; and the same inputs must give the same
-bits in every run and for every thread count.
+The kernels run with the GIL released (cffi API mode) and keep their
+scratch per thread (src/scratch.c), so concurrent callers must get exactly
+the serial results; long call loops must not grow memory, nor threads that
+come and go; and the same inputs must give the same bits in every run and
+for every thread count.
 """
 import os
 import subprocess
@@ -64,6 +65,45 @@ def test_concurrent_callers_get_the_serial_results():
     assert failures == []
 
 
+# Convolutions whose patch and packing scratch grows and shrinks from one call to the next.
+CONVOLUTIONS = [((2, 3, 9, 7), (4, 3, 3, 3), 1, 1), ((16, 8, 20, 20), (16, 8, 3, 3), 1, 1),
+                ((1, 2, 5, 5), (3, 2, 2, 2), 2, 0), ((8, 16, 12, 12), (32, 16, 3, 3), 2, 1)]
+
+
+def convolve(problem):
+    x, w, b, stride, padding = problem
+    y = ops.conv2d_forward(x, w, b, stride=stride, padding=padding)
+    return [y] + list(ops.conv2d_backward(np.ones_like(y) * 0.5 + y, x, w, stride=stride, padding=padding))
+
+
+def test_concurrent_convolutions_get_the_serial_results():
+    problems = []
+    for i, (x_shape, w_shape, stride, padding) in enumerate(CONVOLUTIONS):
+        rng = np.random.default_rng(i)
+        for dtype in (np.float32, np.float64):
+            problems.append((rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype),
+                             rng.standard_normal(w_shape[0]).astype(dtype), stride, padding))
+    expected = [convolve(p) for p in problems]
+    failures = []
+
+    def worker(offset):
+        try:
+            for round_ in range(3 * len(problems)):
+                i = (offset + round_ * (offset + 1)) % len(problems)
+                for got, want in zip(convolve(problems[i]), expected[i]):
+                    if not np.array_equal(got, want):
+                        failures.append((offset, i))
+        except Exception as error:      # any exception is a failure of the test
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
 def test_concurrent_autograd_graphs_are_independent():
     results, errors = {}, []
 
@@ -117,6 +157,33 @@ def test_long_call_loops_do_not_grow_memory():
     loop(100_000)                        # 100,000 forward + backward kernel calls, 5,000 autograd steps
     growth = resident_bytes() - before
     assert growth < 4 * 2 ** 20, "resident memory grew by %.1f MiB" % (growth / 2 ** 20)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc to read RSS")
+@pytest.mark.skipif(os.environ.get("CEXTEND_SANITIZED") == "1",
+                    reason="ASan's quarantine keeps freed memory resident by design; "
+                           "make test measures growth on the normal build")
+def test_a_threads_kept_scratch_is_freed_when_it_exits():
+    """Each thread keeps its GEMM packing buffer (4 MiB for this product) between calls;
+    40 threads that each run one and exit must not leave 160 MiB behind."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((64, 256)).astype(np.float32), rng.standard_normal((4096, 256)).astype(np.float32)
+    expected = ops.linear_forward(x, w)
+
+    def one_call():
+        assert np.array_equal(ops.linear_forward(x, w), expected)
+
+    def run_threads(count):
+        for _ in range(count):
+            t = threading.Thread(target=one_call)
+            t.start()
+            t.join()
+
+    run_threads(5)                       # warm up the allocator
+    before = resident_bytes()
+    run_threads(40)
+    growth = resident_bytes() - before
+    assert growth < 40 * 2 ** 20, "resident memory grew by %.1f MiB" % (growth / 2 ** 20)
 
 
 DIGEST = """

@@ -246,7 +246,7 @@ static REAL *CX_FN(scratch)(const char *fn, int64_t elements, int *status)
                           (long long)elements);
         return NULL;
     }
-    REAL *p = malloc((size_t)(bytes > 0 ? bytes : 1));
+    REAL *p = cx_scratch(CX_SCRATCH_CONV, (size_t)bytes);
     if (!p)
         *status = cx_fail(CEXTEND_ERR_NOMEM, fn, "cannot allocate %lld bytes of im2col scratch", (long long)bytes);
     return p;
@@ -313,7 +313,7 @@ int CX_FN(cextend_conv2d_forward)(int64_t n, int64_t c_in, int64_t h, int64_t w,
                 CX_FN(scatter_output)(&g, tmp, cur, b0, gi * cog, bias, y);
         }
     }
-    free(col);
+    cx_scratch_done(CX_SCRATCH_CONV);
     return st;
 }
 
@@ -450,6 +450,6 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
             }
         }
     }
-    free(col);
+    cx_scratch_done(CX_SCRATCH_CONV);
     return st;
 }

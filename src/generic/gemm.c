@@ -351,7 +351,7 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
     REAL small[STACK_SCRATCH_BYTES / sizeof(REAL)] __attribute__((aligned(64)));
     REAL *scratch = small;
     if (total > (int64_t)(sizeof small / sizeof(REAL))) {
-        scratch = aligned_alloc(64, (size_t)total * sizeof(REAL));
+        scratch = cx_scratch(CX_SCRATCH_GEMM, (size_t)total * sizeof(REAL));
         if (!scratch)
             return cx_fail(CEXTEND_ERR_NOMEM, "cx_gemm", "cannot allocate %lld bytes of packing buffers",
                            (long long)(total * (int64_t)sizeof(REAL)));
@@ -374,7 +374,7 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
         }
     }
     if (scratch != small)
-        free(scratch);
+        cx_scratch_done(CX_SCRATCH_GEMM);
     return CEXTEND_OK;
 }
 
