@@ -194,6 +194,75 @@ def test_every_gemm_isa_gives_a_correct_convolution(isa):
     assert_close(y, ref, bound, np.float32, 1 + weight[0].size)
 
 
+# Planes of at most 16 values (float32 on AVX-512 takes kernels/conv_avx512.c's one-vector
+# patches): (n, c_in, h, w, c_out, (kh, kw), stride, padding, dilation, groups)
+SMALL_PLANES = [
+    (64, 16, 4, 4, 32, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # the CNN demo's second convolution
+    (3, 4, 4, 4, 2, (3, 3), (2, 2), (1, 1), (1, 1), 2),      # strided, grouped
+    (2, 3, 3, 5, 4, (2, 3), (1, 2), (2, 0), (2, 1), 1),      # asymmetric, dilated, padded past the plane
+    (5, 2, 1, 16, 3, (1, 5), (1, 3), (0, 2), (1, 1), 1),     # one row of 16
+    (2, 2, 2, 2, 3, (5, 5), (1, 1), (2, 2), (1, 1), 1),      # 25 taps on a 2x2 plane
+    (4, 3, 4, 3, 2, (2, 2), (1, 1), (0, 0), (1, 1), 1),      # no padding
+    (512, 8, 4, 4, 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),    # enough work for two threads
+]
+
+
+def _awkward(shape, rng):
+    values = rng.standard_normal(shape).astype(np.float32)
+    flat = values.reshape(-1)
+    for special in (np.nan, -0.0, 0.0, np.inf, -np.inf):
+        flat[rng.integers(0, flat.size, max(1, flat.size // 40))] = special
+    return values
+
+
+@pytest.mark.parametrize("case", SMALL_PLANES, ids=[str(i) for i in range(len(SMALL_PLANES))])
+def test_small_planes_give_the_generic_paths_bits(case):
+    """The one-vector patches against the generic pad + im2col (a plane whose own values are
+    strided takes that path) on each ISA and thread count; exact integer data, whose every
+    sum is exact, must give the same bits on every ISA (the GEMM's blocking differs between
+    them, so only exact data can be compared across)."""
+    x, weight, bias, params = _operands(case, np.float32)
+    geometry, shape = _geometry(x, weight, params)
+    dy = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    ref, bound = conv2d(x, weight, bias, *geometry.kernel_args(), geometry.out_size)
+    assert_close(ops.conv2d_forward(x, weight, bias, **params), ref, bound, np.float32, 1 + weight[0].size)
+    stride, pad, dil, groups = geometry.kernel_args()
+    dx = ops.conv2d_backward(dy, x, weight, **params)[0]
+    ref, bound = conv2d_input_grad(dy, weight, stride, pad, dil, groups, x.shape)
+    assert_close(dx, ref, bound, np.float32, (weight.shape[0] // groups) * weight.shape[2] * weight.shape[3],
+                 what="dx")
+    rng = np.random.default_rng(12)
+    x, dy = _awkward(x.shape, rng), _awkward(dy.shape, rng)
+    wide = np.repeat(x, 2, axis=3)
+    generic = wide[..., ::2]                                # the same values, a column stride of 2
+    assert np.array_equal(generic, x, equal_nan=True)
+    exact = [rng.integers(-3, 4, a.shape).astype(np.float32) for a in (x, weight, bias, dy)]
+
+    def run(x, weight=weight, bias=bias, dy=dy):
+        return [ops.conv2d_forward(x, weight, bias, **params)] + list(ops.conv2d_backward(dy, x, weight, **params))
+
+    isa_before, threads_before = _backend.get_isa(), cextend.get_num_threads()
+    exact_answers, single = {}, {}
+    try:
+        for isa in _backend.available_isas():
+            _backend.set_isa(isa)
+            for threads in (1, 2):
+                cextend.set_num_threads(threads)
+                got = run(x)
+                for a, b, name in zip(got, run(generic), ("y", "dx", "dw", "db")):
+                    np.testing.assert_array_equal(a, b, err_msg="%s, %s, %d threads" % (name, isa, threads))
+                for a, b, name in zip(got, single.setdefault(isa, got), ("y", "dx", "dw", "db")):
+                    np.testing.assert_array_equal(a, b, err_msg="%s, %s: 1 and 2 threads" % (name, isa))
+                exact_answers[isa, threads] = run(*exact)
+    finally:
+        _backend.set_isa(isa_before)
+        cextend.set_num_threads(threads_before)
+    first = next(iter(exact_answers.values()))
+    for key, got in exact_answers.items():
+        for a, b, name in zip(got, first, ("y", "dx", "dw", "db")):
+            np.testing.assert_array_equal(a, b, err_msg="exact data, %s %s" % (name, key))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_zero_sizes(dtype):
     rng = np.random.default_rng(8)

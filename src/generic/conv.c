@@ -203,6 +203,59 @@ static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t 
     }
 }
 
+/* Whether this call's planes take kernels/conv_avx512.c's small-plane
+ * patches (strides: the planes read, x's or the contiguous dx's). */
+static int CX_FN(small_planes)(const cx_conv2d_geometry *g, const int64_t *strides)
+{
+#if CX_CONV_SMALL
+    return cx_isa_current() >= CEXTEND_ISA_AVX512 && cx_conv_small_planes(g, strides);
+#else
+    (void)g;
+    (void)strides;
+    return 0;
+#endif
+}
+
+/* Channels [c0, c0 + cig) of images b0.. b0+nb-1 as col: pad_input then
+ * im2col, or the small-plane kernel in one pass. */
+static void CX_FN(patches)(const cx_conv2d_geometry *g, int small, const REAL *x, const int64_t *xs, int64_t b0,
+                           int64_t nb, int64_t c0, int64_t Hp, int64_t Wp, REAL *xp, REAL *col)
+{
+#if CX_CONV_SMALL
+    if (small) {
+        const int64_t cig = g->c_in / g->groups;
+        const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+        for (int t = 0; t < threads; ++t)
+            cx_im2col_small_f32(g, x, xs, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, col);
+        return;
+    }
+#else
+    (void)small;
+#endif
+    CX_FN(pad_input)(g, x, xs, b0, nb, c0, Hp, Wp, xp);
+    CX_FN(im2col)(g, xp, nb, Hp, Wp, col);
+}
+
+/* col2im, or the small-plane kernel's adjoint (same bits). */
+static void CX_FN(unpatch)(const cx_conv2d_geometry *g, int small, const REAL *col, int64_t b0, int64_t nb,
+                           int64_t c0, int64_t Hp, int64_t Wp, REAL *xp, REAL *dx)
+{
+#if CX_CONV_SMALL
+    if (small) {
+        const int64_t cig = g->c_in / g->groups;
+        const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+        for (int t = 0; t < threads; ++t)
+            cx_col2im_small_f32(g, col, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, dx);
+        return;
+    }
+#else
+    (void)small;
+#endif
+    CX_FN(col2im)(g, col, b0, nb, c0, Hp, Wp, xp, dx);
+}
+
 /* y[b][o] += bias[o] over contiguous (n, c_out, L) output planes. */
 static void CX_FN(add_bias)(int64_t n, int64_t c_out, int64_t L, const REAL *bias, REAL *y)
 {
@@ -303,11 +356,11 @@ int CX_FN(cextend_conv2d_forward)(int64_t n, int64_t c_in, int64_t h, int64_t w,
     if (!col)
         return st;
     REAL *tmp = col + col_size, *xp = tmp + tmp_size;
+    const int small = CX_FN(small_planes)(&g, xs);
     for (int64_t b0 = 0; b0 < n && !st; b0 += nb) {
         const int64_t cur = cx_conv_min(nb, n - b0), NL = cur * L;
         for (int64_t gi = 0; gi < groups && !st; ++gi) {
-            CX_FN(pad_input)(&g, x, xs, b0, cur, gi * cig, Hp, Wp, xp);
-            CX_FN(im2col)(&g, xp, cur, Hp, Wp, col);
+            CX_FN(patches)(&g, small, x, xs, b0, cur, gi * cig, Hp, Wp, xp, col);
             st = CX_FN(cx_gemm)(cog, NL, K, weight + gi * cog * K, K, 1, col, NL, 1, NULL, tmp, NL);
             if (!st)
                 CX_FN(scatter_output)(&g, tmp, cur, b0, gi * cog, bias, y);
@@ -416,6 +469,8 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
     if (!col)
         return st;
     REAL *dyc = col + col_size, *xp = dyc + dyc_size, *wtmp = xp + xp_size;
+    const int small_x = x_strides && CX_FN(small_planes)(&g, x_strides);
+    const int small_dx = CX_FN(small_planes)(&g, (const int64_t[4]){0, 0, w, 1});
 
     for (int64_t b0 = 0; b0 < n && !st; b0 += nb) {
         const int64_t cur = cx_conv_min(nb, n - b0), NL = cur * L;
@@ -426,8 +481,7 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
             if (dweight && K > 0) {
                 /* Chunks are added in order into dweight: the first writes it. */
                 REAL *target = b0 == 0 ? dweight + gi * cog * K : wtmp;
-                CX_FN(pad_input)(&g, x, x_strides, b0, cur, gi * cig, Hp, Wp, xp);
-                CX_FN(im2col)(&g, xp, cur, Hp, Wp, col);
+                CX_FN(patches)(&g, small_x, x, x_strides, b0, cur, gi * cig, Hp, Wp, xp, col);
                 /* B = col^T: B[p][j] = col[j][p]. */
                 st = CX_FN(cx_gemm)(cog, K, NL, dyg, NL, 1, col, 1, NL, NULL, target, K);
                 if (!st && target == wtmp) {
@@ -445,7 +499,7 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
                 } else {
                     st = CX_FN(cx_gemm)(K, NL, cog, wg, 1, K, dyg, NL, 1, NULL, col, NL);
                     if (!st)
-                        CX_FN(col2im)(&g, col, b0, cur, gi * cig, Hp, Wp, xp, dx);
+                        CX_FN(unpatch)(&g, small_dx, col, b0, cur, gi * cig, Hp, Wp, xp, dx);
                 }
             }
         }
