@@ -159,6 +159,37 @@ def test_layouts_and_threads_give_bitwise_the_same_answer(dtype):
         cextend.set_num_threads(before)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(64, 32, 4, 4), (16, 6, 64, 31), (5, 3, 1, 7)])
+def test_every_isa_gives_bitwise_the_same_answer(shape, dtype):
+    """The kernels are compiled for plain x86-64, AVX2 and AVX-512 alike; wider vectors must
+    not change a bit (no FMA contraction, the same order of additions), training or not,
+    contiguous or channel-sliced."""
+    x, w, b, running_mean, running_var = _inputs(shape, dtype, seed=11)
+    dy = np.random.default_rng(12).standard_normal(shape).astype(dtype)
+    wide = np.full((shape[0], shape[1] + 3) + shape[2:], np.nan, dtype)
+    wide[:, 1:shape[1] + 1] = x
+
+    def run(x, training):
+        rm, rv = running_mean.copy(), running_var.copy()
+        y, mean, invstd = ops.batch_norm_forward(x, rm, rv, w, b, training=training)
+        return (y, mean, invstd, rm, rv) + ops.batch_norm_backward(dy, x, w, mean, invstd, training=training)
+
+    before = _backend.get_isa()
+    answers = {}
+    try:
+        for isa in _backend.available_isas():
+            _backend.set_isa(isa)
+            for training in (True, False):
+                answers[isa, training, "contiguous"] = run(x, training)
+                answers[isa, training, "sliced"] = run(wide[:, 1:shape[1] + 1], training)
+    finally:
+        _backend.set_isa(before)
+    for (isa, training, layout), got in answers.items():
+        for a, ref in zip(got, answers[_backend.available_isas()[0], training, "contiguous"]):
+            np.testing.assert_array_equal(a, ref, err_msg="%s, training=%s, %s" % (isa, training, layout))
+
+
 def test_errors():
     x = np.zeros((1, 3))
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
