@@ -9,6 +9,7 @@ from cextend._memory_format import like_input_format
 from cextend.tensor import Tensor
 import numpy as np
 
+from cextend.ops._shapes import check_conv_bias as _check_conv_bias
 from cextend.ops._shapes import conv2d_geometry as _conv2d_geometry
 from cextend.ops._shapes import conv_transpose2d_geometry as _conv_transpose2d_geometry
 from cextend.ops._shapes import divisor as _divisor
@@ -97,13 +98,14 @@ def _conv_any(x, weight, bias, stride, padding, dilation, groups):
     """conv1d/conv2d of batched operands (3-D or 4-D, with 2-D stride,
     padding and dilation): the C kernels for floats, numpy for integers (no autograd)."""
     x_shape, w_shape = _planar(x.shape), _planar(weight.shape)
-    _check_conv_dtypes(x, weight, bias, lambda: _conv2d_geometry(x_shape, w_shape, None, stride,
-                                                                 padding, dilation, groups))
+    found = []          # the geometry, from the checks torch makes first (the bias's size is checked last)
+    _check_conv_dtypes(x, weight, bias, lambda: found.append(_conv2d_geometry(x_shape, w_shape, None, stride,
+                                                                              padding, dilation, groups)))
     if not _floating(x):
         y = _integer_conv2d(x, weight, bias, stride, padding, dilation, groups)
         return y if x.dim() == 4 else views.forget_base(y.squeeze(2))
-    geometry, _ = _conv2d_geometry(x_shape, w_shape, None if bias is None else tuple(bias.shape),
-                                   stride, padding, dilation, groups)
+    _check_conv_bias(w_shape, None if bias is None else tuple(bias.shape))
+    geometry = found[0][0]
     return _channels_last_if_torch(convolution(x, weight, bias, ConvParams(geometry, False, x.shape, weight.shape)),
                                    x, weight)
 

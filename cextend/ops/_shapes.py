@@ -14,6 +14,8 @@ _INT_TYPES = (numbers.Integral,)
 
 
 def _int(value, name):
+    if type(value) is int and _sizes.INT64_MIN <= value <= _sizes.INT64_MAX:
+        return value        # the common case, without numbers.Integral's abc check (each conv call has ~16)
     if isinstance(value, bool) or not isinstance(value, _INT_TYPES):
         raise TypeError("%s must be an int or a tuple of ints, got %s" % (name, type(value).__name__))
     return _sizes.int64(int(value), name)       # torch: ValueError outside int64
@@ -90,6 +92,13 @@ def _four_d(x_shape, w_shape, weight_layout):
         raise ArgumentError("weight must be 4-D %s, got shape %s" % (weight_layout, tuple(w_shape)))
 
 
+def check_conv_bias(w_shape, b_shape):
+    """A conv2d bias (or None) must hold one value per output channel."""
+    if b_shape is not None and tuple(b_shape) != (w_shape[0],):
+        raise ArgumentError("Given weight of size %s, expected bias to be 1-dimensional with %d elements, but "
+                            "got bias of size %s instead" % (_fmt(w_shape), w_shape[0], _fmt(b_shape)))
+
+
 def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, groups=1):
     """Check a conv2d's operand shapes and parameters; returns (geometry,
     output shape).  padding is an int, a pair, 'valid' or 'same'."""
@@ -106,9 +115,7 @@ def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, 
     if kh <= 0 or kw <= 0:
         raise ArgumentError("kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d"
                          % (kh, kw))
-    if b_shape is not None and tuple(b_shape) != (c_out,):
-        raise ArgumentError("Given weight of size %s, expected bias to be 1-dimensional with %d elements, but "
-                         "got bias of size %s instead" % (_fmt(w_shape), c_out, _fmt(b_shape)))
+    check_conv_bias(w_shape, b_shape)
     span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
     if isinstance(padding, str):
         if padding == "valid":
