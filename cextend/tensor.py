@@ -96,6 +96,9 @@ def _sizes(args, what="size"):
         args = tuple(args[0])
     sizes = []
     for s in args:
+        if type(s) is int and _INT64_MIN <= s <= _INT64_MAX:
+            sizes.append(s)         # the common case, without numbers.Integral's abc check
+            continue
         if isinstance(s, Tensor) and s._data.ndim == 0 and s._data.dtype.kind in "iu":
             s = int(s._data)
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
@@ -131,7 +134,7 @@ def _allocating(op, sizes, make, *args):
 
 def _dim(dim, ndim):
     """A dimension index in [0, ndim), from a possibly negative one."""
-    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+    if type(dim) is not int and (not isinstance(dim, numbers.Integral) or isinstance(dim, bool)):
         raise TypeError("dim must be an int, got %s" % type(dim).__name__)
     size = max(ndim, 1)
     if not -size <= dim < size:

@@ -275,6 +275,30 @@ def test_batchnorm_momentum_none_is_a_cumulative_average():
     assert ours.num_batches_tracked.item() == theirs.num_batches_tracked.item() == 4
 
 
+def test_batchnorm_counts_batches_as_torch_does():
+    """Each training forward adds 1 to num_batches_tracked in place, bumping its version once, as
+    torch's add_(1); a counter swapped for a view of a larger buffer still counts, in that buffer."""
+    ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+    x = np.random.default_rng(9).standard_normal((4, 3, 2, 2)).astype(np.float32)
+    counter, tcounter = ours.num_batches_tracked, theirs.num_batches_tracked
+    versions = counter._version, tcounter._version
+    for _ in range(3):
+        ours(cx.from_numpy(x))
+        theirs(torch.from_numpy(x))
+    assert counter.item() == tcounter.item() == 3
+    assert counter._version - versions[0] == tcounter._version - versions[1] == 3
+    ours.eval()
+    theirs.eval()
+    ours(cx.from_numpy(x))
+    theirs(torch.from_numpy(x))
+    assert counter.item() == tcounter.item() == 3
+    ours.train()
+    shared = cx.zeros(2, dtype=cx.int64)
+    ours.num_batches_tracked = shared[1]
+    ours(cx.from_numpy(x))
+    assert shared.tolist() == [0, 1]
+
+
 # -- the same bad arguments raise ------------------------------------------------------------
 
 def _bad_calls(lib, F_):

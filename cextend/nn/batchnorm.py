@@ -6,6 +6,8 @@ are torch's; momentum=None means a cumulative average (factor
 normalises with the batch's statistics; affine=False (or bias=False) drops
 the parameters.  The train/eval switch picks batch or running statistics.
 """
+import numpy as np
+
 from cextend import _capture, _factories
 from cextend._dtype import int64
 from cextend.autograd.grad_mode import no_grad
@@ -91,6 +93,15 @@ class _BatchNorm(Module):
 
 
 def _count_batch(counter):
+    data = getattr(counter, "_data", None)
+    if (type(data) is np.ndarray and data.shape == () and data.dtype == np.int64 and data.flags.writeable
+            and counter._base is None and not counter._requires_grad):
+        # the buffer as made: add_(1)'s effect (data and version) without the general in-place
+        # machinery, a third of a small BatchNorm call; anything else (a swapped-in view, a
+        # tensor requiring grad, another dtype) goes through add_ below
+        data += 1
+        counter._bump_version()
+        return
     with no_grad():
         counter.add_(1)
 
