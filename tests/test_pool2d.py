@@ -266,6 +266,22 @@ def test_layouts_and_threads_give_bitwise_the_same_answer(dtype):
         cextend.set_num_threads(before)
 
 
+def test_remembered_window_sizes_still_refuse_what_they_refuse():
+    """pool2d_window and conv2d_geometry keep their answers by argument: an argument equal to
+    a valid one (True == 1 == 1.0) must still be refused, every time, after the valid one."""
+    x, w = np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 1, 3, 3), np.float32)
+    for _ in range(2):
+        ops.max_pool2d_forward(x, 2, stride=1)
+        ops.conv2d_forward(x, w, stride=1, groups=1)
+        for bad, name in ((True, "bool"), (1.0, "float")):
+            with pytest.raises(TypeError, match="stride must be an int or a tuple of ints, got " + name):
+                ops.max_pool2d_forward(x, 2, stride=bad)
+            with pytest.raises(TypeError, match="got " + name):
+                ops.conv2d_forward(x, w, stride=(1, bad))
+        with pytest.raises(TypeError, match="groups must be an int, got bool"):
+            ops.conv2d_forward(x, w, groups=True)
+
+
 BAD_POOL = [
     (dict(kernel_size=0), "kernel size should be greater than zero"),
     (dict(kernel_size=2, stride=0), "stride should be greater than zero"),

@@ -13,6 +13,36 @@ from cextend.ops._checks import ArgumentError
 _INT_TYPES = (numbers.Integral,)
 
 
+def _plain(value):
+    """Whether value is an int, a bool, a str, None or a tuple of ints: an argument that its
+    value and type name (1, True and 1.0 are equal, yet only 1 is a valid size)."""
+    kind = type(value)
+    if kind is int or kind is bool or kind is str or value is None:
+        return True
+    return kind is tuple and all(type(v) is int for v in value)
+
+
+def _remembered(compute):
+    """compute(*args), kept for arguments seen before: a training step asks the same shapes'
+    checks and sizes at every call (a few microseconds each).  Only answers are kept (a
+    call that raises raises again), only for plain positional arguments, and at most 1024."""
+    answers = {}
+
+    def remembered(*args, **kwargs):
+        if kwargs or not all(_plain(a) for a in args):
+            return compute(*args, **kwargs)
+        key = args + tuple(type(a) for a in args)
+        answer = answers.get(key)
+        if answer is None:
+            answer = compute(*args)
+            if len(answers) < 1024:
+                answers[key] = answer
+        return answer
+    remembered.__doc__ = compute.__doc__
+    remembered.__name__ = compute.__name__
+    return remembered
+
+
 def _int(value, name):
     if type(value) is int and _sizes.INT64_MIN <= value <= _sizes.INT64_MAX:
         return value        # the common case, without numbers.Integral's abc check (each conv call has ~16)
@@ -99,6 +129,7 @@ def check_conv_bias(w_shape, b_shape):
                             "got bias of size %s instead" % (_fmt(w_shape), w_shape[0], _fmt(b_shape)))
 
 
+@_remembered
 def conv2d_geometry(x_shape, w_shape, b_shape, stride=1, padding=0, dilation=1, groups=1):
     """Check a conv2d's operand shapes and parameters; returns (geometry,
     output shape).  padding is an int, a pair, 'valid' or 'same'."""
@@ -203,6 +234,7 @@ def _pool_input(x_shape, op):
                          "got shape %s" % (op, tuple(x_shape)))
 
 
+@_remembered
 def pool2d_window(x_shape, kernel_size, stride, padding, dilation, ceil_mode, op):
     """torch's pool2d_shape_check; returns (kernel, stride, padding, dilation) pairs and the output shape."""
     kernel = pair(kernel_size, "kernel_size")
