@@ -30,12 +30,16 @@ static pthread_key_t exit_key;
 static int exit_key_made;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+/* Run by the exiting thread itself: a kernel called after it (from another
+ * key's destructor) starts a new set. */
 static void release_set(void *arg)
 {
     cx_scratch_set *set = arg;
     for (int kind = 0; kind < CX_SCRATCH_KINDS; ++kind)
         free(set->buffer[kind]);
     free(set);
+    if (thread_set == set)
+        thread_set = NULL;
 }
 
 static void make_exit_key(void)
