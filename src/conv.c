@@ -4,7 +4,7 @@
 
 #include "nn_internal.h"
 
-/* CX_CONV_SMALL: this dtype has kernels/conv_avx512.c's small-plane patches. */
+/* CX_CONV_SMALL: this dtype has kernels/conv_small.c's small-plane patches. */
 #define REAL float
 #define SFX f32
 #if defined(CX_HAVE_X86_KERNELS)

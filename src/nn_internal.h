@@ -75,10 +75,11 @@ CX_INTERNAL int cx_validate_batch_norm_backward(const char *fn, size_t es, int64
                                                 int training, const void *dx);
 
 /* Convolution patches of float32 planes of at most 16 values, one vector
- * each (kernels/conv_avx512.c; AVX-512F only, so callers check
- * cx_isa_current()): im2col writes col's rows for channels [c_lo, c_hi) of
- * the chunk's nb images (pad_input + im2col in one), col2im sums them back
- * into those planes of dx, both with the generic loops' bits. */
+ * each (kernels/conv_small.c; an AVX-512F and an AVX2 copy, so callers
+ * check cx_isa_current()): im2col writes col's rows for channels
+ * [c_lo, c_hi) of the chunk's nb images (pad_input + im2col in one),
+ * col2im sums them back into those planes of dx, both with the generic
+ * loops' bits. */
 #define CX_CONV_SMALL_TAPS 32
 #if defined(CX_HAVE_X86_KERNELS)
 CX_INTERNAL int cx_conv_small_planes(const cx_conv2d_geometry *g, const int64_t *x_strides);
@@ -86,6 +87,11 @@ CX_INTERNAL void cx_im2col_small_f32(const cx_conv2d_geometry *g, const float *x
                                      int64_t b0, int64_t nb, int64_t c0, int64_t c_lo, int64_t c_hi, float *col);
 CX_INTERNAL void cx_col2im_small_f32(const cx_conv2d_geometry *g, const float *col, int64_t b0, int64_t nb,
                                      int64_t c0, int64_t c_lo, int64_t c_hi, float *dx);
+CX_INTERNAL void cx_im2col_small_avx2_f32(const cx_conv2d_geometry *g, const float *x, const int64_t *x_strides,
+                                          int64_t b0, int64_t nb, int64_t c0, int64_t c_lo, int64_t c_hi,
+                                          float *col);
+CX_INTERNAL void cx_col2im_small_avx2_f32(const cx_conv2d_geometry *g, const float *col, int64_t b0, int64_t nb,
+                                          int64_t c0, int64_t c_lo, int64_t c_hi, float *dx);
 #endif
 
 /* Threads for `work` element operations of a memory-bound loop (1 for

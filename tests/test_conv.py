@@ -194,7 +194,7 @@ def test_every_gemm_isa_gives_a_correct_convolution(isa):
     assert_close(y, ref, bound, np.float32, 1 + weight[0].size)
 
 
-# Planes of at most 16 values (float32 on AVX-512 takes kernels/conv_avx512.c's one-vector
+# Planes of at most 16 values (float32 on AVX-512 or AVX2 takes kernels/conv_small.c's one-vector
 # patches): (n, c_in, h, w, c_out, (kh, kw), stride, padding, dilation, groups)
 SMALL_PLANES = [
     (64, 16, 4, 4, 32, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # the CNN demo's second convolution

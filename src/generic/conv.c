@@ -203,12 +203,16 @@ static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t 
     }
 }
 
-/* Whether this call's planes take kernels/conv_avx512.c's small-plane
- * patches (strides: the planes read, x's or the contiguous dx's). */
+/* Whether this call's planes take kernels/conv_small.c's small-plane
+ * patches, and which copy: 2 AVX-512, 1 AVX2, 0 none (strides: the planes
+ * read, x's or the contiguous dx's). */
 static int CX_FN(small_planes)(const cx_conv2d_geometry *g, const int64_t *strides)
 {
 #if CX_CONV_SMALL
-    return cx_isa_current() >= CEXTEND_ISA_AVX512 && cx_conv_small_planes(g, strides);
+    const int isa = cx_isa_current();
+    if (isa < CEXTEND_ISA_AVX2 || !cx_conv_small_planes(g, strides))
+        return 0;
+    return isa >= CEXTEND_ISA_AVX512 ? 2 : 1;
 #else
     (void)g;
     (void)strides;
@@ -223,11 +227,13 @@ static void CX_FN(patches)(const cx_conv2d_geometry *g, int small, const REAL *x
 {
 #if CX_CONV_SMALL
     if (small) {
+        void (*kernel)(const cx_conv2d_geometry *, const float *, const int64_t *, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, float *) = small == 2 ? cx_im2col_small_f32 : cx_im2col_small_avx2_f32;
         const int64_t cig = g->c_in / g->groups;
         const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
         for (int t = 0; t < threads; ++t)
-            cx_im2col_small_f32(g, x, xs, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, col);
+            kernel(g, x, xs, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, col);
         return;
     }
 #else
@@ -243,11 +249,13 @@ static void CX_FN(unpatch)(const cx_conv2d_geometry *g, int small, const REAL *c
 {
 #if CX_CONV_SMALL
     if (small) {
+        void (*kernel)(const cx_conv2d_geometry *, const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       float *) = small == 2 ? cx_col2im_small_f32 : cx_col2im_small_avx2_f32;
         const int64_t cig = g->c_in / g->groups;
         const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
         for (int t = 0; t < threads; ++t)
-            cx_col2im_small_f32(g, col, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, dx);
+            kernel(g, col, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, dx);
         return;
     }
 #else
