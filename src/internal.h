@@ -208,6 +208,11 @@ CX_INTERNAL int cx_gemm_f64(int64_t M, int64_t N, int64_t K,
                             const double *a, int64_t rsa, int64_t csa,
                             const double *b, int64_t rsb, int64_t csb,
                             const double *bias, double *c, int64_t ldc);
+/* The register tile (mr x nr) cx_gemm runs on now (1 x 1 for the reference
+ * loops): a caller free to compute C or its transpose picks the one its
+ * tiles pad less. */
+CX_INTERNAL void cx_gemm_tile_f32(int64_t *mr, int64_t *nr);
+CX_INTERNAL void cx_gemm_tile_f64(int64_t *mr, int64_t *nr);
 /* The simple loops behind the "reference" ISA (same contract). */
 CX_INTERNAL int cx_gemm_reference_f32(int64_t M, int64_t N, int64_t K,
                                       const float *a, int64_t rsa, int64_t csa,

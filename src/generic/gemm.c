@@ -297,6 +297,18 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
     }
 }
 
+void CX_FN(cx_gemm_tile)(int64_t *mr, int64_t *nr)
+{
+    const int isa = cx_isa_current();
+    if (isa == CEXTEND_ISA_REFERENCE) {
+        *mr = *nr = 1;
+        return;
+    }
+    const PLAN *plan = CX_FN(plan_for)(isa);
+    *mr = plan->mr;
+    *nr = plan->nr;
+}
+
 int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
                    const REAL *a, int64_t rsa, int64_t csa,
                    const REAL *b, int64_t rsb, int64_t csb,
