@@ -31,8 +31,9 @@ except ImportError:
 
 # (name, N, C_in, H, W, C_out, k, stride, padding)
 SHAPES = [
-    ("digits conv1", 64, 1, 8, 8, 16, 3, 1, 1),
-    ("digits conv2", 64, 16, 8, 8, 32, 3, 1, 1),
+    ("CNN demo conv1", 64, 1, 8, 8, 16, 3, 1, 1),        # the demo's two convolutions (after a 2x2 pool: 4x4)
+    ("CNN demo conv2", 64, 16, 4, 4, 32, 3, 1, 1),
+    ("16->32 at 8x8", 64, 16, 8, 8, 32, 3, 1, 1),
     ("resnet 3x3 56", 8, 64, 56, 56, 64, 3, 1, 1),
     ("resnet 3x3 28", 8, 128, 28, 28, 128, 3, 1, 1),
     ("resnet 3x3 14", 8, 256, 14, 14, 256, 3, 1, 1),
@@ -114,7 +115,7 @@ def main():
           % (args.repeats, cx.get_isa()))
     if torch is None:
         print("(torch is not installed: cextend's times only)")
-    header = "%-15s %-28s %-17s %10s %10s %7s" % ("shape", "N,Cin,HxW -> Cout k/s/p", "op", "cextend",
+    header = "%-16s %-28s %-17s %10s %10s %7s" % ("shape", "N,Cin,HxW -> Cout k/s/p", "op", "cextend",
                                                  "torch", "ratio")
     print(header)
     print("-" * len(header))
@@ -126,7 +127,7 @@ def main():
             times = interleaved(candidates, args.repeats)
             ours, theirs = times["cextend"], times.get("torch")
             ratio = theirs / ours if theirs else None
-            print("%-15s %-28s %-17s %8.3fms %8s %7s" % (
+            print("%-16s %-28s %-17s %8.3fms %8s %7s" % (
                 name, geometry, op, ours * 1e3, "%.3fms" % (theirs * 1e3) if theirs else "-",
                 "%.2f" % ratio if ratio else "-"))
             rows.append(dict(shape=name, geometry=geometry, op=op, dtype="float32", threads=1,
