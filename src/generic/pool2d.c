@@ -85,22 +85,13 @@ static inline cx_avg_window cx_avg_window_at(const cx_pool2d_geometry *g, int co
  * stores and loads met 4 KiB apart (the CNN demo's buffers did).
  */
 /* One output row from its top and bottom input rows; base: the index of
- * the row's first window's top-left value in its plane. */
-static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_row)(const REAL *top, const REAL *bottom,
-                                                                          int64_t w_out, int64_t w, int64_t base,
-                                                                          REAL *out, int64_t *idx)
+ * the row's first window's top-left value in its plane.  with_indices is a
+ * constant at each call, so each copy is a loop without the test. */
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_row_of)(const REAL *top, const REAL *bottom,
+                                                                             int64_t w_out, int64_t w, int64_t base,
+                                                                             REAL *out, int64_t *idx,
+                                                                             const int with_indices)
 {
-    if (!idx) {
-        for (int64_t ow = 0; ow < w_out; ++ow) {
-            REAL best = top[2 * ow];
-            int64_t at = 0;
-            CX_MAX_POOL_TAKE(top[2 * ow + 1], 1);
-            CX_MAX_POOL_TAKE(bottom[2 * ow], w);
-            CX_MAX_POOL_TAKE(bottom[2 * ow + 1], w + 1);
-            out[ow] = best;
-        }
-        return;
-    }
     for (int64_t ow = 0; ow < w_out; ++ow) {
         REAL best = top[2 * ow];
         int64_t at = 0;
@@ -108,8 +99,19 @@ static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_row)(const 
         CX_MAX_POOL_TAKE(bottom[2 * ow], w);
         CX_MAX_POOL_TAKE(bottom[2 * ow + 1], w + 1);
         out[ow] = best;
-        idx[ow] = base + 2 * ow + at;
+        if (with_indices)
+            idx[ow] = base + 2 * ow + at;
     }
+}
+
+static inline __attribute__((always_inline)) void CX_FN(max_pool_2x2_row)(const REAL *top, const REAL *bottom,
+                                                                          int64_t w_out, int64_t w, int64_t base,
+                                                                          REAL *out, int64_t *idx)
+{
+    if (idx)
+        CX_FN(max_pool_2x2_row_of)(top, bottom, w_out, w, base, out, idx, 1);
+    else
+        CX_FN(max_pool_2x2_row_of)(top, bottom, w_out, w, base, out, NULL, 0);
 }
 
 /* Planes of exactly 2 h_out x 2 W values, laid end to end, W a small
