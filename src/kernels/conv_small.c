@@ -2,7 +2,7 @@
  * conv_small.c -- convolution patches of small float32 planes: a plane of
  * at most 16 values (the CNN demo's 4x4 maps) is one AVX-512 vector (two
  * AVX2 ones), and each kernel tap's patch row for one image a permutation
- * of it, zero where the tap reads padding.  One load, then one permute and one
+ * of it, zero where the tap reads padding.  One load, then a permute and a
  * store a tap, in place of zero-padding the plane into scratch and copying
  * rows of 4 values (pad_input + im2col: 54 of the demo's 160 us second
  * convolution); col2im's adjoint sums the taps in registers, in the same
@@ -61,8 +61,9 @@ int cx_conv_small_planes(const cx_conv2d_geometry *g, const int64_t *xs)
            g->kh * g->kw <= CX_CONV_SMALL_TAPS && (g->h == 1 || xs[2] == g->w) && (g->w == 1 || xs[3] == 1);
 }
 
-CX_TARGET_AVX512 void cx_im2col_small_f32(const cx_conv2d_geometry *g, const float *x, const int64_t *xs, int64_t b0,
-                                int64_t nb, int64_t c0, int64_t c_lo, int64_t c_hi, float *col)
+CX_TARGET_AVX512 void cx_im2col_small_f32(const cx_conv2d_geometry *g, const float *x, const int64_t *xs,
+                                           int64_t b0, int64_t nb, int64_t c0, int64_t c_lo, int64_t c_hi,
+                                           float *col)
 {
     cx_small_taps m;
     small_taps(g, &m);
@@ -80,7 +81,7 @@ CX_TARGET_AVX512 void cx_im2col_small_f32(const cx_conv2d_geometry *g, const flo
 }
 
 CX_TARGET_AVX512 void cx_col2im_small_f32(const cx_conv2d_geometry *g, const float *col, int64_t b0, int64_t nb,
-                                int64_t c0, int64_t c_lo, int64_t c_hi, float *dx)
+                                           int64_t c0, int64_t c_lo, int64_t c_hi, float *dx)
 {
     cx_small_taps m;
     small_taps(g, &m);
