@@ -27,6 +27,23 @@ for isa in cx.available_isas():
             assert grad.shape == a.shape
             assert np.array_equal(ops.add_forward(a, a), a + a)
             assert np.array_equal(ops.mul_constant_forward(a, 2.0), a * dtype(2))
+            # the CNN kernels: small planes (one-vector patches), 2x2 pools (the run-of-pairs and
+            # row-by-row paths), batch norm, against their float64 references where cheap
+            for shape, cout in (((3, 4, 4, 4), 5), ((2, 3, 3, 5), 4), ((2, 2, 9, 7), 3)):
+                xc = rng.standard_normal(shape).astype(dtype)
+                wc = rng.standard_normal((cout, shape[1], 3, 3)).astype(dtype)
+                y = ops.conv2d_forward(xc, wc, None, padding=1)
+                grads = ops.conv2d_backward(np.ones_like(y), xc, wc, padding=1)
+                assert y.shape == (shape[0], cout) + shape[2:] and grads[0].shape == xc.shape
+                assert np.allclose(grads[2], np.full(cout, y[:, 0].size), rtol=1e-6)
+                pooled, where = ops.max_pool2d_forward(xc, 2)
+                assert np.array_equal(pooled, xc[:, :, :shape[2] // 2 * 2, :shape[3] // 2 * 2]
+                                      .reshape(shape[0], shape[1], shape[2] // 2, 2, shape[3] // 2, 2).max(axis=(3, 5)))
+                ops.max_pool2d_backward(pooled, where, xc.shape)
+                mean, var = np.zeros(shape[1], dtype), np.ones(shape[1], dtype)
+                yb, save_mean, save_invstd = ops.batch_norm_forward(xc, mean, var, training=True)
+                ops.batch_norm_backward(np.ones_like(yb), xc, None, save_mean, save_invstd, training=True)
+                assert np.allclose(save_mean, xc.astype(np.float64).mean(axis=(0, 2, 3)), atol=1e-5)
 cx.set_isa("auto")
 for threads in (1, 2):
     cx.set_num_threads(threads)
