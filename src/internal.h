@@ -208,11 +208,11 @@ CX_INTERNAL int cx_gemm_f64(int64_t M, int64_t N, int64_t K,
                             const double *a, int64_t rsa, int64_t csa,
                             const double *b, int64_t rsb, int64_t csb,
                             const double *bias, double *c, int64_t ldc);
-/* The register tile (mr x nr) cx_gemm runs on now (1 x 1 for the reference
- * loops): a caller free to compute C or its transpose picks the one its
- * tiles pad less. */
-CX_INTERNAL void cx_gemm_tile_f32(int64_t *mr, int64_t *nr);
-CX_INTERNAL void cx_gemm_tile_f64(int64_t *mr, int64_t *nr);
+/* Whether cx_gemm, on the instruction set in use, pads its register tiles
+ * less computing an M x N product's transpose (N x M): for a caller free
+ * to compute either. */
+CX_INTERNAL int cx_gemm_transpose_pads_less_f32(int64_t M, int64_t N);
+CX_INTERNAL int cx_gemm_transpose_pads_less_f64(int64_t M, int64_t N);
 /* The simple loops behind the "reference" ISA (same contract). */
 CX_INTERNAL int cx_gemm_reference_f32(int64_t M, int64_t N, int64_t K,
                                       const float *a, int64_t rsa, int64_t csa,
@@ -234,6 +234,16 @@ CX_INTERNAL void cx_column_sums_f64(int64_t M, int64_t N, const double *a,
 #define CX_PASTE_(a, b) a##_##b
 #define CX_PASTE(a, b) CX_PASTE_(a, b)
 #define CX_FN(name) CX_PASTE(name, SFX)
+/* The copy of a generic/ kernel compiled once per instruction set (plain,
+ * CX_TARGET_AVX2 and CX_TARGET_AVX512, named name, name_avx2 and
+ * name_avx512) for the one in use. */
+#if defined(CX_HAVE_X86_KERNELS)
+#define CX_FN_FOR_ISA(name)                                                                                 \
+    (cx_isa_current() >= CEXTEND_ISA_AVX512 ? CX_FN(name##_avx512)                                          \
+     : cx_isa_current() >= CEXTEND_ISA_AVX2 ? CX_FN(name##_avx2) : CX_FN(name))
+#else
+#define CX_FN_FOR_ISA(name) CX_FN(name)
+#endif
 #define CX_STR_(x) #x
 #define CX_STR(x) CX_STR_(x)
 

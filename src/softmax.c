@@ -24,12 +24,6 @@
 
 #include "vector_math.h"
 
-#if defined(CX_HAVE_X86_KERNELS)
-#define CX_SOFTMAX_AVX2 1
-#else
-#define CX_SOFTMAX_AVX2 0
-#endif
-
 #define REAL float
 #define ACC double
 #define SFX f32

@@ -202,14 +202,7 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
         return st;
     void (*channels)(int64_t, int64_t, int64_t, const REAL *, const int64_t *, const REAL *, const REAL *, REAL *,
                      REAL *, int, double, double, REAL *, REAL *, REAL *, int64_t, int64_t) =
-        CX_FN(cx_bn_forward_channels);
-#if defined(CX_HAVE_X86_KERNELS)
-    const int isa = cx_isa_current();
-    if (isa >= CEXTEND_ISA_AVX512)
-        channels = CX_FN(cx_bn_forward_channels_avx512);
-    else if (isa >= CEXTEND_ISA_AVX2)
-        channels = CX_FN(cx_bn_forward_channels_avx2);
-#endif
+        CX_FN_FOR_ISA(cx_bn_forward_channels);
     const int threads = cx_threads_for_elements(3.0 * (double)(n * s) * (double)c);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int t = 0; t < threads; ++t)
@@ -230,14 +223,7 @@ int CX_FN(cextend_batch_norm_backward)(int64_t n, int64_t c, int64_t s, const RE
         return st;
     void (*channels)(int64_t, int64_t, int64_t, const REAL *, const int64_t *, const REAL *, const int64_t *,
                      const REAL *, const REAL *, const REAL *, int, REAL *, REAL *, REAL *, int64_t, int64_t) =
-        CX_FN(cx_bn_backward_channels);
-#if defined(CX_HAVE_X86_KERNELS)
-    const int isa = cx_isa_current();
-    if (isa >= CEXTEND_ISA_AVX512)
-        channels = CX_FN(cx_bn_backward_channels_avx512);
-    else if (isa >= CEXTEND_ISA_AVX2)
-        channels = CX_FN(cx_bn_backward_channels_avx2);
-#endif
+        CX_FN_FOR_ISA(cx_bn_backward_channels);
     const int threads = cx_threads_for_elements(3.0 * (double)(n * s) * (double)c);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int t = 0; t < threads; ++t)

@@ -313,11 +313,6 @@ static REAL *CX_FN(scratch)(const char *fn, int64_t elements, int *status)
     return p;
 }
 
-static inline int64_t CX_FN(round_up_to)(int64_t x, int64_t multiple)
-{
-    return (x + multiple - 1) / multiple * multiple;
-}
-
 /* a * b + c in int64 or -1 (sizes are >= 0). */
 static inline int64_t CX_FN(mad)(int64_t a, int64_t b, int64_t c)
 {
@@ -481,10 +476,7 @@ int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w
      * GEMM's register tiles less (the demo's conv2: 144 x 32 instead of
      * 32 x 144 on 8 x 32 tiles, a fifth faster): the same products summed in
      * the same order, so the same bits.  The transpose goes through wtmp. */
-    int64_t mr, nr;
-    CX_FN(cx_gemm_tile)(&mr, &nr);
-    const int dw_transposed = CX_FN(round_up_to)(K, mr) * CX_FN(round_up_to)(cog, nr) <
-                              CX_FN(round_up_to)(cog, mr) * CX_FN(round_up_to)(K, nr);
+    const int dw_transposed = CX_FN(cx_gemm_transpose_pads_less)(cog, K);
     const int64_t wtmp_size = (dweight && (nb < n || dw_transposed)) ? cog * K : 0;
     REAL *col = CX_FN(scratch)(fn, col_size + dyc_size + xp_size + wtmp_size, &st);
     if (!col)

@@ -297,16 +297,14 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole,
     }
 }
 
-void CX_FN(cx_gemm_tile)(int64_t *mr, int64_t *nr)
+int CX_FN(cx_gemm_transpose_pads_less)(int64_t M, int64_t N)
 {
     const int isa = cx_isa_current();
-    if (isa == CEXTEND_ISA_REFERENCE) {
-        *mr = *nr = 1;
-        return;
-    }
+    if (isa == CEXTEND_ISA_REFERENCE)
+        return 0;       /* the simple loops have no tiles */
     const PLAN *plan = CX_FN(plan_for)(isa);
-    *mr = plan->mr;
-    *nr = plan->nr;
+    return CX_FN(round_up)(N, plan->mr) * CX_FN(round_up)(M, plan->nr) <
+           CX_FN(round_up)(M, plan->mr) * CX_FN(round_up)(N, plan->nr);
 }
 
 int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,

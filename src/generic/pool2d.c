@@ -215,18 +215,8 @@ CX_MAX_POOL_CLONES(_avx512, CX_TARGET_AVX512)
 static void CX_FN(max_pool_2x2)(const cx_pool2d_geometry *g, const REAL *x, const int64_t *xs, REAL *y,
                                 int64_t *indices, int threads)
 {
-    CX_FN(max_pool_2x2_planes_fn) planes_kernel = CX_FN(max_pool_2x2_planes);
-    CX_FN(max_pool_2x2_plane_fn) plane_kernel = CX_FN(max_pool_2x2_plane);
-#if defined(CX_HAVE_X86_KERNELS)
-    const int isa = cx_isa_current();
-    if (isa >= CEXTEND_ISA_AVX512) {
-        planes_kernel = CX_FN(max_pool_2x2_planes_avx512);
-        plane_kernel = CX_FN(max_pool_2x2_plane_avx512);
-    } else if (isa >= CEXTEND_ISA_AVX2) {
-        planes_kernel = CX_FN(max_pool_2x2_planes_avx2);
-        plane_kernel = CX_FN(max_pool_2x2_plane_avx2);
-    }
-#endif
+    const CX_FN(max_pool_2x2_planes_fn) planes_kernel = CX_FN_FOR_ISA(max_pool_2x2_planes);
+    const CX_FN(max_pool_2x2_plane_fn) plane_kernel = CX_FN_FOR_ISA(max_pool_2x2_plane);
     const int64_t c = g->c, h = g->h, w = g->w, h_out = g->h_out, w_out = g->w_out;
     const int64_t planes = g->n * c, L = h_out * w_out;
     /* planes end to end, each exactly its windows, with rows too short to

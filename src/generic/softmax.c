@@ -157,7 +157,7 @@ static void CX_FN(softmax_backward_row)(const REAL *g, const REAL *y, REAL *gx, 
     CX_FN(softmax_backward_row_body)(g, y, gx, cols, log_softmax);
 }
 
-#if CX_SOFTMAX_AVX2
+#if defined(CX_HAVE_X86_KERNELS)
 CX_TARGET_AVX512 static void CX_FN(softmax_row_avx512)(const REAL *xr, REAL *o, int64_t cols, int log_softmax)
 {
     CX_FN(softmax_row_body)(xr, o, cols, log_softmax);
@@ -194,14 +194,7 @@ int CX_FN(cextend_softmax_rows)(int64_t rows, int64_t cols, const REAL *x, REAL 
         return cx_illegal(fn, 5, "log_softmax", "must be 0 or 1, got %d", log_softmax);
     if (cols == 0)
         return CEXTEND_OK;
-    void (*row)(const REAL *, REAL *, int64_t, int) = CX_FN(softmax_row);
-#if CX_SOFTMAX_AVX2
-    const int isa = cx_isa_current();
-    if (isa >= CEXTEND_ISA_AVX512)
-        row = CX_FN(softmax_row_avx512);
-    else if (isa >= CEXTEND_ISA_AVX2)
-        row = CX_FN(softmax_row_avx2);
-#endif
+    void (*row)(const REAL *, REAL *, int64_t, int) = CX_FN_FOR_ISA(softmax_row);
     const int threads = cx_threads_for_elements(3.0 * (double)count);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t r = 0; r < rows; ++r)
@@ -222,14 +215,7 @@ int CX_FN(cextend_softmax_backward_rows)(int64_t rows, int64_t cols, const REAL 
         return st;
     if (log_softmax != 0 && log_softmax != 1)
         return cx_illegal(fn, 6, "log_softmax", "must be 0 or 1, got %d", log_softmax);
-    void (*row)(const REAL *, const REAL *, REAL *, int64_t, int) = CX_FN(softmax_backward_row);
-#if CX_SOFTMAX_AVX2
-    const int isa = cx_isa_current();
-    if (isa >= CEXTEND_ISA_AVX512)
-        row = CX_FN(softmax_backward_row_avx512);
-    else if (isa >= CEXTEND_ISA_AVX2)
-        row = CX_FN(softmax_backward_row_avx2);
-#endif
+    void (*row)(const REAL *, const REAL *, REAL *, int64_t, int) = CX_FN_FOR_ISA(softmax_backward_row);
     const int threads = cx_threads_for_elements(3.0 * (double)count);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t r = 0; r < rows; ++r)
