@@ -14,7 +14,7 @@ PARALLEL ?= -n auto --dist worksteal
 # all 2000 (its default) in make test-all.
 TEST_DIFFTEST_PROGRAMS ?= 500
 ACCEPTANCE := ../shared/acceptance
-C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kernels/*.h)
+C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kernels/*.h src/python/*.c)
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 
@@ -99,7 +99,7 @@ sanitize: $(INSTALLED)
 	exit $$status
 
 # valgrind memcheck over a focused workload; counts only errors whose stack
-# passes through cextend's extension module (Python itself is not checked).
+# passes through cextend's extension modules (Python itself is not checked).
 # valgrind 3.19 cannot run AVX-512 and hides it, so dispatch picks AVX2 here.
 valgrind: build
 	@# The real interpreter binary (valgrind would trace a wrapper script), given
@@ -108,7 +108,7 @@ valgrind: build
 		valgrind --tool=memcheck --num-callers=30 --log-file=build/valgrind.log \
 		$$($(PY) -c "import os, sys; print(os.path.realpath(sys.executable))") tests/valgrind_subset.py
 	@errors=$$(grep -c -E "^==[0-9]+== (Invalid|Conditional|Use of uninitialised|Syscall param|Mismatched|Source and destination)" build/valgrind.log); \
-	ours=$$(awk '/^==[0-9]+== [A-Z]/{block=$$0; keep=0} /_C\.(abi3|cpython)/{keep=1} /^==[0-9]+== *$$/{if (keep && block ~ /(Invalid|uninitialised|Conditional)/) n++; keep=0} END{print n+0}' build/valgrind.log); \
+	ours=$$(awk '/^==[0-9]+== [A-Z]/{block=$$0; keep=0} /_(C|engine)\.(abi3|cpython)/{keep=1} /^==[0-9]+== *$$/{if (keep && block ~ /(Invalid|uninitialised|Conditional)/) n++; keep=0} END{print n+0}' build/valgrind.log); \
 	echo "valgrind: $$errors memcheck errors in the process, $$ours in cextend's code (build/valgrind.log)"; \
 	test "$$ours" -eq 0
 

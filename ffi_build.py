@@ -5,6 +5,11 @@ Out-of-line API mode: cffi compiles a real C extension that includes
 ``cffi_modules`` here; ``python ffi_build.py`` builds the module in place
 (next to ``cextend/__init__.py``) for development.
 
+Beside it, ``cextend._engine`` (``src/python/engine.c``): the backward
+engine's loop, a plain CPython extension because it holds Python objects,
+which cffi's C side cannot.  setup.py lists it from :func:`engine_extension`;
+``python ffi_build.py`` builds it in place too.
+
 Build switches are read from the environment in one place,
 :func:`build_options`:
 
@@ -26,16 +31,20 @@ def _flag(name):
     return os.environ.get(name, "").strip().lower() in ("1", "yes", "true", "on")
 
 
-def build_options():
+def build_options(openmp=True):
     """Compiler and linker flags for this build, from the CEXTEND_* switches.
 
     No -march=native: the module must run on any x86-64 (and non-x86), so
     ISA-specific code is selected at run time, not at build time.
+    openmp: the kernels' threads (the engine module has none).
     """
     # -fno-math-errno: sqrt becomes the (correctly rounded) instruction, so loops that take a
     # square root vectorise; no kernel reads errno, and no result changes.
-    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden", "-fopenmp", "-fno-math-errno"]
-    link_args = ["-fopenmp", "-lm"]
+    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden", "-fno-math-errno"]
+    link_args = ["-lm"]
+    if openmp:
+        compile_args.append("-fopenmp")
+        link_args.insert(0, "-fopenmp")
     if _flag("CEXTEND_DEBUG"):
         compile_args += ["-O0", "-g"]
     else:
@@ -94,6 +103,33 @@ def make_ffibuilder(root=""):
 
 ffibuilder = make_ffibuilder()
 
+ENGINE_SOURCE = os.path.join("src", "python", "engine.c")
+
+
+def engine_extension():
+    """The setuptools Extension for cextend._engine (paths relative to this directory)."""
+    from setuptools import Extension
+
+    return Extension("cextend._engine", [ENGINE_SOURCE], **build_options(openmp=False))
+
+
+def build_engine_in_place():
+    """Compile cextend/_engine*.so next to the package sources (setuptools' build_ext --inplace)."""
+    from setuptools import Distribution
+
+    previous = os.getcwd()
+    os.chdir(HERE)          # build_ext --inplace finds the package directory from here
+    try:
+        dist = Distribution({"name": "cextend", "ext_modules": [engine_extension()]})
+        command = dist.get_command_obj("build_ext")
+        command.inplace = True
+        command.force = True
+        command.build_temp = os.path.join("build", "engine")
+        dist.run_command("build_ext")
+        return command.get_ext_fullpath("cextend._engine")
+    finally:
+        os.chdir(previous)
+
 
 def build_in_place():
     """Compile cextend/_C*.so next to the package sources."""
@@ -113,3 +149,4 @@ def build_in_place():
 if __name__ == "__main__":
     built = build_in_place()
     sys.stdout.write("built %s\n" % built)
+    sys.stdout.write("built %s\n" % build_engine_in_place())

@@ -548,3 +548,109 @@ def test_a_taken_gradient_keeps_grad_laid_out_as_the_parameter():
     (v.t() * 2.0).sum().backward()
     assert v.grad.is_contiguous()
     np.testing.assert_array_equal(v.grad.numpy(), np.full((3, 4), 2.0))
+
+
+# -- the compiled loop (cextend._engine): references, errors, order -----------------------------
+
+def _graph_of_a_small_model():
+    rng = np.random.default_rng(3)
+    model = cx.nn.Sequential(cx.nn.Linear(5, 7), cx.nn.ReLU(), cx.nn.Linear(7, 3))
+    x = cx.tensor(rng.standard_normal((4, 5)).astype(np.float32))
+    return model, model(x).sum()
+
+
+def test_a_leaf_takes_the_engines_own_gradient_without_a_copy(monkeypatch):
+    # AccumulateGrad counts references to decide that only the engine's list holds the
+    # gradient; a loop that kept one more (the node's results, a stale local) would copy
+    # every parameter's gradient in every step
+    from cextend.autograd import graph
+    taken = []
+    original = graph.accumulate_into
+
+    def spy(tensor, g, unseen=False):
+        taken.append(unseen)
+        return original(tensor, g, unseen)
+
+    monkeypatch.setattr(graph, "accumulate_into", spy)
+    model, loss = _graph_of_a_small_model()
+    loss.backward()
+    assert taken == [True] * 4
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    w1, b1, w2, b2 = (p.detach().numpy().astype(np.float64) for p in model.parameters())
+    h = x @ w1.T + b1
+    gh = np.ones((4, 3)) @ w2 * (h > 0)
+    np.testing.assert_allclose(model[0].weight.grad.numpy(), gh.T @ x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model[2].bias.grad.numpy(), np.full(3, 4.0))
+
+
+def test_the_loop_keeps_no_node_or_gradient_alive():
+    import gc
+    import weakref
+    model, loss = _graph_of_a_small_model()
+    nodes = [weakref.ref(loss.grad_fn)]
+    nodes += [weakref.ref(n) for n, _ in loss.grad_fn.next_functions if n is not None]
+    grads = []
+    loss.grad_fn.register_hook(lambda inputs, outputs: grads.extend(weakref.ref(g) for g in inputs if g is not None))
+    loss.backward()
+    del loss
+    gc.disable()        # freed by reference counts alone, as torch's graph is
+    try:
+        assert [r() for r in nodes] == [None] * len(nodes)
+        assert grads and all(r() is None for r in grads)
+    finally:
+        gc.enable()
+
+
+def test_an_error_in_a_node_leaves_no_references_and_grad_mode_as_it_was():
+    import gc
+    import weakref
+
+    class Boom(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom in backward")
+
+    x = cx.ones(3, requires_grad=True)
+    a = Boom.apply(x * 2.0)
+    b = x * 3.0                 # a ready branch still queued when Boom raises
+    loss = (a + b).sum()
+    queued = [weakref.ref(n) for n, _ in loss.grad_fn.next_functions[0][0].next_functions]
+    with pytest.raises(ValueError, match="boom in backward"):
+        loss.backward()
+    assert cx.is_grad_enabled()
+    del loss, a, b
+    gc.disable()
+    try:
+        assert all(r() is None for r in queued)
+    finally:
+        gc.enable()
+    loss = Boom.apply(cx.ones(2, requires_grad=True)).sum()
+    with cx.no_grad():          # the pass runs with recording on (create_graph), then restores off
+        with pytest.raises(ValueError, match="boom in backward"):
+            loss.backward(create_graph=True)
+        assert not cx.is_grad_enabled()
+
+
+def test_nodes_run_most_recent_first_and_accumulators_first():
+    # torch's ready queue: the newest node whose inputs are complete, with AccumulateGrad
+    # (UINT64_MAX priority) ahead of all; two independent branches interleave by creation
+    order = []
+    x = cx.ones(2, requires_grad=True)
+    y = cx.ones(2, requires_grad=True)
+    a = x * 2.0
+    b = y * 3.0
+    c = a * 4.0
+    d = b * 5.0
+    for name, t in (("a", a), ("b", b), ("c", c), ("d", d)):
+        t.grad_fn.register_prehook(lambda g, name=name: order.append(name))
+    x.register_hook(lambda g: order.append("x"))
+    y.register_hook(lambda g: order.append("y"))
+    (c + d).sum().backward()
+    assert order == ["d", "c", "b", "y", "a", "x"]
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 8.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [15.0, 15.0])

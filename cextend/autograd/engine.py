@@ -20,7 +20,7 @@ import numpy as np
 
 from cextend.autograd import anomaly_mode, grad_mode
 from cextend import _bfloat16, _dtype
-from cextend import _capture
+from cextend import _capture, _engine
 from cextend._device import filled_like
 from cextend._fpe import quietly
 from cextend.autograd.graph import AccumulateGrad, grad_lock, gradient_edge
@@ -308,52 +308,33 @@ def _store(buffers, node, i, g, meta, child, nr, create_graph):
 
 def _accumulate_pass(buffers, root_nodes, retain_graph, create_graph):
     """execute() without capture (backward() into the leaves' .grad), the
-    common case of a training step: every reachable node runs, so the
-    loop needs none of the capture bookkeeping, and each edge is visited
-    once (its gradient stored, then its count of pending inputs lowered).
-    The ready-queue order and every check are execute()'s."""
-    _, dependencies = _graph(root_nodes)
-    first = itertools.count(_FIRST).__next__
-    ready = [(first() if n._runs_first else -n._seq, n) for n in root_nodes if not dependencies.get(n)]
-    heapq.heapify(ready)
-    heappop, heappush = heapq.heappop, heapq.heappush
+    common case of a training step: every reachable node runs, so the loop
+    needs none of the capture bookkeeping, and each edge is visited once
+    (its gradient stored, then its count of pending inputs lowered).  The
+    loop is C (cextend._engine, src/python/engine.c): the same ready-queue
+    order as execute()'s, and the same calls into Python -- node.apply and
+    _release, and the helpers below for hooks, anomaly mode and gradients
+    that need fitting -- with only the bookkeeping between them compiled."""
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     try:
-        results = g = None
-        while ready:
-            node = heappop(ready)[1]
-            grads = buffers.pop(node, None) or [None] * node.num_outputs
-            # the last node's gradients are referenced by the list alone (AccumulateGrad
-            # takes an array no one else sees as .grad, uncopied)
-            results = g = None
-            if node._tensor_hooks or node._retained or (type(node) is AccumulateGrad and
-                                                        node.variable._hooks):
-                if _capture._active is not None:
-                    _capture.refuse("a tensor hook (or retain_grad) runs in backward")
-                grads = _tensor_hooks(node, grads)
-            if node._pre_hooks is None and node._post_hooks is None and not anomaly_mode._state[0]:
-                results = node.apply(grads)
-            else:
-                if _capture._active is not None:
-                    _capture.refuse("a node hook (or anomaly detection) runs in backward")
-                results = _run(node, grads)
-            if not retain_graph:
-                node._release()
-            metas = node._input_meta
-            count = len(results)
-            for i, (child, nr) in enumerate(node.next_functions):
-                if child is None:
-                    continue
-                g = results[i] if i < count else None
-                if g is not None:
-                    _store(buffers, node, i, g, metas[i], child, nr, create_graph)
-                left = dependencies[child] - 1
-                dependencies[child] = left
-                if left == 0:
-                    heappush(ready, (first() if child._runs_first else -child._seq, child))
+        _engine.accumulate(buffers, root_nodes, retain_graph, create_graph)
     finally:
         grad_mode._set_enabled(previous_mode)
+
+
+def _hooked_inputs(node, grads):
+    """A node's input gradients through its tensor hooks and retain_grad (the C loop's call)."""
+    if _capture._active is not None:
+        _capture.refuse("a tensor hook (or retain_grad) runs in backward")
+    return _tensor_hooks(node, grads)
+
+
+def _hooked_run(node, grads):
+    """node run between its pre- and post-hooks, or under anomaly detection (the C loop's call)."""
+    if _capture._active is not None:
+        _capture.refuse("a node hook (or anomaly detection) runs in backward")
+    return _run(node, grads)
 
 
 def _lone_root_hooks(node, grads, create_graph):
@@ -463,3 +444,4 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
 
 
 Tensor.backward = _tensor_backward      # the engine owns backward; tensor.py stays the data structure
+_engine.configure(AccumulateGrad, Tensor, _hooked_inputs, _hooked_run, _store, _add, anomaly_mode._state)

@@ -1,0 +1,600 @@
+/*
+ * python/engine.c -- the backward engine's inner loop (cextend._engine).
+ *
+ * A training step's backward() runs every reachable node once: count each
+ * node's incoming edges, then run the ready nodes, most recent first, from
+ * a heap.  In Python that bookkeeping cost about as much per node as a
+ * small node's own arithmetic; here it is a few attribute reads.  The loop
+ * is cextend/autograd/engine.py's, statement for statement: the same
+ * ready-queue keys, the same order of calls into Python (node.apply,
+ * node._release, the hook and gradient-fitting helpers), the same checks.
+ * Anything unusual -- a hook, anomaly mode, a gradient that must be
+ * summed to a broadcast shape or cast -- is handed to engine.py's helpers,
+ * so this file holds the common path only and no semantics of its own.
+ *
+ * It is a CPython extension, not part of the cffi module: the loop holds
+ * Python objects (nodes, gradients), which cffi's C side cannot.  It keeps
+ * no state between passes; the helpers it calls are set once, at import.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* engine.py's helpers and types, set by configure(). */
+static PyObject *accumulate_grad_type;  /* AccumulateGrad */
+static PyObject *tensor_type;           /* Tensor */
+static PyObject *hooked_inputs;         /* (node, grads) -> grads, after tensor hooks and retain_grad */
+static PyObject *hooked_run;            /* (node, grads) -> results, with node hooks or anomaly checks */
+static PyObject *store_checked;         /* engine._store: fit the gradient, then store it */
+static PyObject *add_gradients;         /* engine._add(a, b, create_graph) */
+static PyObject *anomaly_state;         /* anomaly_mode._state: [enabled, check_nan] */
+
+static PyObject *s_next_functions, *s_num_outputs, *s_seq, *s_runs_first, *s_tensor_hooks, *s_retained,
+                *s_variable, *s_hooks, *s_pre_hooks, *s_post_hooks, *s_apply, *s_release, *s_input_meta,
+                *s_data, *s_shape, *s_dtype;
+
+/* The ready queue: a binary min-heap on each node's key (-sequence number,
+ * or a count below every -seq for nodes that run first).  Keys are unique,
+ * so the order is heapq's on (key, node) tuples. */
+typedef struct {
+    long long key;
+    PyObject *node;     /* owned */
+} Ready;
+
+typedef struct {
+    Ready *items;
+    Py_ssize_t size, capacity;
+} Heap;
+
+static int heap_push(Heap *heap, long long key, PyObject *node)
+{
+    if (heap->size == heap->capacity) {
+        Py_ssize_t capacity = heap->capacity ? 2 * heap->capacity : 16;
+        Ready *items = PyMem_Realloc(heap->items, (size_t)capacity * sizeof(Ready));
+        if (!items) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        heap->items = items;
+        heap->capacity = capacity;
+    }
+    Py_ssize_t i = heap->size++;
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        if (heap->items[parent].key <= key)
+            break;
+        heap->items[i] = heap->items[parent];
+        i = parent;
+    }
+    Py_INCREF(node);
+    heap->items[i].key = key;
+    heap->items[i].node = node;
+    return 0;
+}
+
+/* The node with the smallest key; the caller owns the reference. */
+static PyObject *heap_pop(Heap *heap)
+{
+    PyObject *top = heap->items[0].node;
+    Ready last = heap->items[--heap->size];
+    Py_ssize_t i = 0, n = heap->size;
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1;
+        if (child >= n)
+            break;
+        if (child + 1 < n && heap->items[child + 1].key < heap->items[child].key)
+            child++;
+        if (last.key <= heap->items[child].key)
+            break;
+        heap->items[i] = heap->items[child];
+        i = child;
+    }
+    if (n > 0)
+        heap->items[i] = last;
+    return top;
+}
+
+static void heap_clear(Heap *heap)
+{
+    for (Py_ssize_t i = 0; i < heap->size; ++i)
+        Py_DECREF(heap->items[i].node);
+    PyMem_Free(heap->items);
+}
+
+/* getattr(obj, name) as a truth value: 1, 0, or -1 with an exception. */
+static int attr_true(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (!value)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* (first() if node._runs_first else -node._seq), as engine.py keys a ready node. */
+static int ready_key(PyObject *node, long long *first, long long *key)
+{
+    int runs_first = attr_true(node, s_runs_first);
+    if (runs_first < 0)
+        return -1;
+    if (runs_first) {
+        *key = (*first)++;
+        return 0;
+    }
+    PyObject *seq = PyObject_GetAttr(node, s_seq);
+    if (!seq)
+        return -1;
+    long long value = PyLong_AsLongLong(seq);
+    Py_DECREF(seq);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    *key = -value;
+    return 0;
+}
+
+/* One edge (child, nr), unpacked as `for child, nr in edges` would; borrowed
+ * references into a tuple or list edge, new ones otherwise (*owned set). */
+static int unpack_edge(PyObject *edge, PyObject **child, PyObject **nr)
+{
+    PyObject *items = PySequence_Fast(edge, "cannot unpack non-iterable edge");
+    if (!items)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    if (n != 2) {
+        Py_DECREF(items);
+        PyErr_Format(PyExc_ValueError, n < 2 ? "not enough values to unpack (expected 2, got %zd)"
+                                             : "too many values to unpack (expected 2)", n);
+        return -1;
+    }
+    *child = PySequence_Fast_GET_ITEM(items, 0);
+    *nr = PySequence_Fast_GET_ITEM(items, 1);
+    Py_INCREF(*child);
+    Py_INCREF(*nr);
+    Py_DECREF(items);
+    return 0;
+}
+
+/* node.next_functions as a fast sequence (new reference). */
+static PyObject *edges_of(PyObject *node)
+{
+    PyObject *edges = PyObject_GetAttr(node, s_next_functions);
+    if (!edges)
+        return NULL;
+    PyObject *fast = PySequence_Fast(edges, "next_functions must be a sequence of edges");
+    Py_DECREF(edges);
+    return fast;
+}
+
+/* engine._graph's counts: how many edges enter each node reachable from the roots. */
+static PyObject *count_dependencies(PyObject *roots)
+{
+    PyObject *dependencies = PyDict_New(), *seen = PySet_New(roots), *stack = PySequence_List(roots);
+    if (!dependencies || !seen || !stack)
+        goto fail;
+    while (PyList_GET_SIZE(stack)) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *node = PyList_GET_ITEM(stack, top);
+        Py_INCREF(node);
+        if (PyList_SetSlice(stack, top, top + 1, NULL) < 0) {
+            Py_DECREF(node);
+            goto fail;
+        }
+        PyObject *edges = edges_of(node);
+        Py_DECREF(node);
+        if (!edges)
+            goto fail;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(edges); ++i) {
+            PyObject *child, *nr;
+            if (unpack_edge(PySequence_Fast_GET_ITEM(edges, i), &child, &nr) < 0) {
+                Py_DECREF(edges);
+                goto fail;
+            }
+            Py_DECREF(nr);
+            int ok = 0;
+            if (child != Py_None) {
+                PyObject *count = PyDict_GetItemWithError(dependencies, child);
+                long previous = count ? PyLong_AsLong(count) : 0;
+                PyObject *next = PyErr_Occurred() ? NULL : PyLong_FromLong(previous + 1);
+                ok = next ? PyDict_SetItem(dependencies, child, next) : -1;
+                Py_XDECREF(next);
+                if (ok == 0) {
+                    int known = PySet_Contains(seen, child);
+                    if (known < 0)
+                        ok = -1;
+                    else if (!known)
+                        ok = (PySet_Add(seen, child) < 0 || PyList_Append(stack, child) < 0) ? -1 : 0;
+                }
+            }
+            Py_DECREF(child);
+            if (ok < 0) {
+                Py_DECREF(edges);
+                goto fail;
+            }
+        }
+        Py_DECREF(edges);
+    }
+    Py_DECREF(seen);
+    Py_DECREF(stack);
+    return dependencies;
+fail:
+    Py_XDECREF(dependencies);
+    Py_XDECREF(seen);
+    Py_XDECREF(stack);
+    return NULL;
+}
+
+/* [None] * n */
+static PyObject *nones(PyObject *node)
+{
+    PyObject *count = PyObject_GetAttr(node, s_num_outputs);
+    if (!count)
+        return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(count);
+    Py_DECREF(count);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *list = PyList_New(n < 0 ? 0 : n);
+    if (!list)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(list, i, Py_None);
+    }
+    return list;
+}
+
+/* Whether g is a Tensor of meta's (shape, dtype): 1 yes, 0 no, -1 error. */
+static int fits(PyObject *g, PyObject *meta)
+{
+    if ((PyObject *)Py_TYPE(g) != tensor_type || !PyTuple_CheckExact(meta) || PyTuple_GET_SIZE(meta) < 2)
+        return 0;
+    PyObject *data = PyObject_GetAttr(g, s_data);
+    if (!data)
+        return -1;
+    int same = 0;
+    PyObject *shape = PyObject_GetAttr(data, s_shape);
+    if (shape) {
+        same = PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(meta, 0), Py_EQ);
+        Py_DECREF(shape);
+        if (same == 1) {
+            PyObject *dtype = PyObject_GetAttr(data, s_dtype);
+            same = dtype ? PyObject_RichCompareBool(dtype, PyTuple_GET_ITEM(meta, 1), Py_EQ) : -1;
+            Py_XDECREF(dtype);
+        }
+    } else {
+        same = -1;
+    }
+    Py_DECREF(data);
+    return same;
+}
+
+/* engine._store: node's gradient i into child's input buffer at nr. */
+static int store(PyObject *buffers, PyObject *node, Py_ssize_t i, PyObject *g, PyObject *meta, PyObject *child,
+                 PyObject *nr, PyObject *create_graph)
+{
+    int plain = meta == Py_None ? 1 : fits(g, meta);
+    if (plain < 0)
+        return -1;
+    PyObject *buf = NULL;
+    Py_ssize_t slot = -1;
+    if (plain) {
+        slot = PyLong_Check(nr) ? PyLong_AsSsize_t(nr) : -1;
+        if (slot == -1 && PyErr_Occurred())
+            PyErr_Clear();          /* engine._store raises what Python would */
+        buf = PyDict_GetItemWithError(buffers, child);
+        if (!buf && PyErr_Occurred())
+            return -1;
+        if (!buf) {
+            PyObject *fresh = nones(child);
+            if (!fresh)
+                return -1;
+            int st = PyDict_SetItem(buffers, child, fresh);
+            Py_DECREF(fresh);
+            if (st < 0)
+                return -1;
+            buf = fresh;        /* the dict holds it */
+        }
+        if (!PyList_CheckExact(buf) || slot < 0 || slot >= PyList_GET_SIZE(buf))
+            plain = 0;
+    }
+    if (!plain) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (!index)
+            return -1;
+        PyObject *done = PyObject_CallFunctionObjArgs(store_checked, buffers, node, index, g, meta, child, nr,
+                                                      create_graph, NULL);
+        Py_DECREF(index);
+        Py_XDECREF(done);
+        return done ? 0 : -1;
+    }
+    PyObject *current = PyList_GET_ITEM(buf, slot);
+    PyObject *total;
+    if (current == Py_None) {
+        Py_INCREF(g);
+        total = g;
+    } else {
+        Py_INCREF(buf);         /* _add may run Python that changes buffers */
+        total = PyObject_CallFunctionObjArgs(add_gradients, current, g, create_graph, NULL);
+        if (!total || slot >= PyList_GET_SIZE(buf)) {
+            Py_DECREF(buf);
+            Py_XDECREF(total);
+            if (total)
+                PyErr_SetString(PyExc_IndexError, "list assignment index out of range");
+            return -1;
+        }
+        Py_DECREF(buf);
+    }
+    PyObject *old = PyList_GET_ITEM(buf, slot);
+    PyList_SET_ITEM(buf, slot, total);
+    Py_DECREF(old);
+    return 0;
+}
+
+/* Whether node's input gradients go through Python first (tensor hooks, retain_grad, a leaf's hooks). */
+static int has_tensor_hooks(PyObject *node)
+{
+    int truth = attr_true(node, s_tensor_hooks);
+    if (truth)
+        return truth;
+    if ((truth = attr_true(node, s_retained)))
+        return truth;
+    if ((PyObject *)Py_TYPE(node) != accumulate_grad_type)
+        return 0;
+    PyObject *variable = PyObject_GetAttr(node, s_variable);
+    if (!variable)
+        return -1;
+    truth = attr_true(variable, s_hooks);
+    Py_DECREF(variable);
+    return truth;
+}
+
+/* Whether node runs through engine._run (its pre- or post-hooks, or anomaly detection). */
+static int needs_hooked_run(PyObject *node)
+{
+    PyObject *hooks = PyObject_GetAttr(node, s_pre_hooks);
+    if (!hooks)
+        return -1;
+    int hooked = hooks != Py_None;
+    Py_DECREF(hooks);
+    if (hooked)
+        return 1;
+    if (!(hooks = PyObject_GetAttr(node, s_post_hooks)))
+        return -1;
+    hooked = hooks != Py_None;
+    Py_DECREF(hooks);
+    if (hooked)
+        return 1;
+    PyObject *enabled = PySequence_GetItem(anomaly_state, 0);
+    if (!enabled)
+        return -1;
+    int truth = PyObject_IsTrue(enabled);
+    Py_DECREF(enabled);
+    return truth;
+}
+
+/* After node ran: store each wanted gradient, and make children whose inputs are complete ready. */
+static int pass_on(PyObject *buffers, PyObject *node, PyObject *results, PyObject *dependencies, Heap *ready,
+                   long long *first, PyObject *create_graph)
+{
+    PyObject *metas = PyObject_GetAttr(node, s_input_meta);
+    if (!metas)
+        return -1;
+    PyObject *edges = edges_of(node);
+    if (!edges) {
+        Py_DECREF(metas);
+        return -1;
+    }
+    int st = 0;
+    Py_ssize_t count = PyTuple_CheckExact(results) ? PyTuple_GET_SIZE(results) : PyObject_Size(results);
+    if (count < 0)
+        st = -1;
+    for (Py_ssize_t i = 0; st == 0 && i < PySequence_Fast_GET_SIZE(edges); ++i) {
+        PyObject *child, *nr;
+        if (unpack_edge(PySequence_Fast_GET_ITEM(edges, i), &child, &nr) < 0) {
+            st = -1;
+            break;
+        }
+        if (child != Py_None) {
+            PyObject *g = NULL;
+            if (i < count)
+                g = PyTuple_CheckExact(results) ? (Py_INCREF(PyTuple_GET_ITEM(results, i)),
+                                                   PyTuple_GET_ITEM(results, i))
+                                                : PySequence_GetItem(results, i);
+            if (i < count && !g) {
+                st = -1;
+            } else if (g && g != Py_None) {
+                PyObject *meta = PySequence_GetItem(metas, i);
+                st = meta ? store(buffers, node, i, g, meta, child, nr, create_graph) : -1;
+                Py_XDECREF(meta);
+            }
+            Py_XDECREF(g);
+            if (st == 0) {
+                PyObject *count_obj = PyDict_GetItemWithError(dependencies, child);
+                long left = count_obj ? PyLong_AsLong(count_obj) - 1 : -1;
+                if (!count_obj) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetObject(PyExc_KeyError, child);
+                    st = -1;
+                } else if (PyErr_Occurred()) {
+                    st = -1;
+                } else {
+                    PyObject *value = PyLong_FromLong(left);
+                    st = value ? PyDict_SetItem(dependencies, child, value) : -1;
+                    Py_XDECREF(value);
+                    long long key;
+                    if (st == 0 && left == 0)
+                        st = (ready_key(child, first, &key) < 0 || heap_push(ready, key, child) < 0) ? -1 : 0;
+                }
+            }
+        }
+        Py_DECREF(child);
+        Py_DECREF(nr);
+    }
+    Py_DECREF(edges);
+    Py_DECREF(metas);
+    return st;
+}
+
+/* buffers.pop(key, None): *value is the popped value (owned) or NULL. */
+static int dict_pop(PyObject *dict, PyObject *key, PyObject **value)
+{
+    PyObject *found = PyDict_GetItemWithError(dict, key);
+    *value = NULL;
+    if (!found)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(found);
+    if (PyDict_DelItem(dict, key) < 0) {
+        Py_DECREF(found);
+        return -1;
+    }
+    *value = found;
+    return 0;
+}
+
+/* One node: its gradients (through its tensor hooks), apply, release, pass on. */
+static int run_node(PyObject *buffers, PyObject *node, PyObject *dependencies, Heap *ready, long long *first,
+                    int retain_graph, PyObject *create_graph)
+{
+    PyObject *grads;
+    if (dict_pop(buffers, node, &grads) < 0)
+        return -1;
+    if (grads) {            /* buffers.pop(node, None) or [None] * node.num_outputs */
+        int truth = PyObject_IsTrue(grads);
+        if (truth <= 0) {
+            Py_DECREF(grads);
+            if (truth < 0)
+                return -1;
+            grads = NULL;
+        }
+    }
+    if (!grads && !(grads = nones(node)))
+        return -1;
+    int hooked = has_tensor_hooks(node);
+    if (hooked) {
+        PyObject *hooked_grads = hooked < 0 ? NULL : PyObject_CallFunctionObjArgs(hooked_inputs, node, grads, NULL);
+        Py_DECREF(grads);
+        if (!(grads = hooked_grads))
+            return -1;
+    }
+    PyObject *results = NULL;
+    int hooked_call = needs_hooked_run(node);
+    if (hooked_call == 0)
+        results = PyObject_CallMethodOneArg(node, s_apply, grads);
+    else if (hooked_call > 0)
+        results = PyObject_CallFunctionObjArgs(hooked_run, node, grads, NULL);
+    Py_DECREF(grads);
+    if (!results)
+        return -1;
+    if (!retain_graph) {
+        PyObject *done = PyObject_CallMethodNoArgs(node, s_release);
+        if (!done) {
+            Py_DECREF(results);
+            return -1;
+        }
+        Py_DECREF(done);
+    }
+    int st = pass_on(buffers, node, results, dependencies, ready, first, create_graph);
+    Py_DECREF(results);
+    return st;
+}
+
+/* A ready-queue key below any -seq: torch's UINT64_MAX priority (engine._FIRST). */
+#define FIRST (-(1LL << 62))
+
+PyDoc_STRVAR(accumulate_doc,
+"accumulate(buffers, root_nodes, retain_graph, create_graph)\n\n"
+"engine._accumulate_pass's loop: run every node reachable from root_nodes,\n"
+"storing gradients into buffers (node -> list of input gradients).");
+
+static PyObject *accumulate(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *buffers, *roots, *create_graph;
+    int retain_graph;
+    if (!PyArg_ParseTuple(args, "O!OpO:accumulate", &PyDict_Type, &buffers, &roots, &retain_graph, &create_graph))
+        return NULL;
+    if (!tensor_type) {
+        PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure() was not called");
+        return NULL;
+    }
+    PyObject *dependencies = count_dependencies(roots);
+    if (!dependencies)
+        return NULL;
+    Heap ready = {NULL, 0, 0};
+    long long first = FIRST;
+    int st = 0;
+    PyObject *root_list = PySequence_Fast(roots, "root_nodes must be a sequence");
+    if (!root_list)
+        st = -1;
+    for (Py_ssize_t i = 0; st == 0 && i < PySequence_Fast_GET_SIZE(root_list); ++i) {
+        PyObject *node = PySequence_Fast_GET_ITEM(root_list, i);
+        PyObject *count = PyDict_GetItemWithError(dependencies, node);
+        int pending = count ? PyObject_IsTrue(count) : (PyErr_Occurred() ? -1 : 0);
+        long long key;
+        if (pending < 0)
+            st = -1;
+        else if (!pending)
+            st = (ready_key(node, &first, &key) < 0 || heap_push(&ready, key, node) < 0) ? -1 : 0;
+    }
+    Py_XDECREF(root_list);
+    while (st == 0 && ready.size) {
+        PyObject *node = heap_pop(&ready);
+        st = run_node(buffers, node, dependencies, &ready, &first, retain_graph, create_graph);
+        Py_DECREF(node);
+    }
+    heap_clear(&ready);
+    Py_DECREF(dependencies);
+    if (st < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(configure_doc,
+"configure(AccumulateGrad, Tensor, hooked_inputs, hooked_run, store, add, anomaly_state)\n\n"
+"The types and engine.py helpers the loop calls into (engine.py calls this once).");
+
+static PyObject *configure(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objects[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO:configure", &objects[0], &objects[1], &objects[2], &objects[3],
+                          &objects[4], &objects[5], &objects[6]))
+        return NULL;
+    PyObject **slots[7] = {&accumulate_grad_type, &tensor_type, &hooked_inputs, &hooked_run, &store_checked,
+                           &add_gradients, &anomaly_state};
+    for (int i = 0; i < 7; ++i) {
+        Py_INCREF(objects[i]);
+        Py_XSETREF(*slots[i], objects[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
+    {"configure", configure, METH_VARARGS, configure_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "cextend._engine",
+    "The backward engine's inner loop in C (see cextend/autograd/engine.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__engine(void)
+{
+    struct {
+        PyObject **name;
+        const char *text;
+    } names[] = {
+        {&s_next_functions, "next_functions"}, {&s_num_outputs, "num_outputs"}, {&s_seq, "_seq"},
+        {&s_runs_first, "_runs_first"}, {&s_tensor_hooks, "_tensor_hooks"}, {&s_retained, "_retained"},
+        {&s_variable, "variable"}, {&s_hooks, "_hooks"}, {&s_pre_hooks, "_pre_hooks"},
+        {&s_post_hooks, "_post_hooks"}, {&s_apply, "apply"}, {&s_release, "_release"},
+        {&s_input_meta, "_input_meta"}, {&s_data, "_data"}, {&s_shape, "shape"}, {&s_dtype, "dtype"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
+            return NULL;
+    return PyModule_Create(&module);
+}
