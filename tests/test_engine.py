@@ -654,3 +654,49 @@ def test_nodes_run_most_recent_first_and_accumulators_first():
     assert order == ["d", "c", "b", "y", "a", "x"]
     np.testing.assert_array_equal(x.grad.numpy(), [8.0, 8.0])
     np.testing.assert_array_equal(y.grad.numpy(), [15.0, 15.0])
+
+
+def _structure(t):
+    """The graph behind t as nested (node name, input meta, children); a node met again is its
+    number in the order first met (so shared nodes, a leaf's one AccumulateGrad, show)."""
+    numbers = {}
+
+    def walk(node):
+        if node is None:
+            return None
+        if node in numbers:
+            return numbers[node]
+        numbers[node] = len(numbers)
+        if type(node).__name__ == "AccumulateGrad":
+            return ("AccumulateGrad", id(node.variable))
+        metas = tuple(None if m is None else (tuple(m[0]), str(m[1])) for m in node._input_meta)
+        return (node.name(), metas, tuple((walk(child), nr) for child, nr in node.next_functions))
+    return walk(t.grad_fn)
+
+
+def test_compiled_recording_builds_the_graph_the_python_one_does():
+    # anomaly detection records through record.py's Python lines; without it the common
+    # case is compiled (src/python/engine.c): both must give the same nodes, edges and metas
+    rng = np.random.default_rng(5)
+    w = cx.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    b = cx.tensor(rng.standard_normal(4).astype(np.float32), requires_grad=True)
+    frozen = cx.tensor(rng.standard_normal((3, 4)))
+
+    def program():
+        v = w[1:]                       # a view of a leaf
+        y = (w * 2.0 + frozen) * w      # a leaf used twice, a tensor that needs no grad
+        z = y.sum(0) + b.double() - v.t().sum(1).sum()
+        return (z * z).mean() + cx.relu(v).sum()
+
+    plain = program()
+    with cx.autograd.detect_anomaly():
+        checked = program()
+    assert _structure(plain) == _structure(checked)
+    np.testing.assert_array_equal(plain.detach().numpy(), checked.detach().numpy())
+    plain.backward()
+    first = w.grad.numpy().copy(), b.grad.numpy().copy()
+    w.grad = b.grad = None
+    with cx.autograd.detect_anomaly():
+        checked.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), first[0])
+    np.testing.assert_array_equal(b.grad.numpy(), first[1])

@@ -444,4 +444,4 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
 
 
 Tensor.backward = _tensor_backward      # the engine owns backward; tensor.py stays the data structure
-_engine.configure(AccumulateGrad, Tensor, _hooked_inputs, _hooked_run, _store, _add, anomaly_mode._state)
+_engine.configure_backward(AccumulateGrad, Tensor, _hooked_inputs, _hooked_run, _store, _add, anomaly_mode._state)

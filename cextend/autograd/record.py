@@ -9,7 +9,7 @@ ops record the same node and then rebase the modified tensor's history
 """
 import numpy as np
 
-from cextend import _capture
+from cextend import _capture, _engine
 from cextend._bfloat16 import upcast_grad
 from cextend._overlap import check_no_partial, check_not_self_overlapping
 from cextend._promotion import _torch_name, check_inplace_cast
@@ -287,6 +287,9 @@ def record(node_cls, inputs, out, saved=()):
     if type(out) is not tuple:
         if out._data.dtype.kind != "f":     # bfloat16 (V2) passes the check
             _check_differentiable_output(out)
+        elif not anomaly_state[0]:
+            # the common case, compiled (src/python/engine.c): what the lines below do
+            return _engine.record(node_cls, inputs, out, saved)
     else:
         # views of an integer tensor (chunk, split, unbind) carry its history:
         # refused as one; other integer outputs (max's indices) are not
@@ -360,3 +363,6 @@ def finish_inplace(t, node, output_nr=0):
     if node is not None:
         views.rebase_history(t, node, output_nr)
     return t
+
+
+_engine.configure_record(NO_EDGE, _edge_and_meta, _sequence)

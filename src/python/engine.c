@@ -12,6 +12,12 @@
  * summed to a broadcast shape or cast -- is handed to engine.py's helpers,
  * so this file holds the common path only and no semantics of its own.
  *
+ * The forward side's counterpart, record(), is autograd/record.py's
+ * record() for the common case (one output, inputs that are plain tensors,
+ * numbers or None): a node per op, its edges and input metadata.  Any
+ * other input (a view; an object neither a tensor nor a number) is handed
+ * to record.py's _edge_and_meta.
+ *
  * It is a CPython extension, not part of the cffi module: the loop holds
  * Python objects (nodes, gradients), which cffi's C side cannot.  It keeps
  * no state between passes; the helpers it calls are set once, at import.
@@ -19,7 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* engine.py's helpers and types, set by configure(). */
+/* engine.py's helpers and types, set by configure_backward(). */
 static PyObject *accumulate_grad_type;  /* AccumulateGrad */
 static PyObject *tensor_type;           /* Tensor */
 static PyObject *hooked_inputs;         /* (node, grads) -> grads, after tensor hooks and retain_grad */
@@ -28,6 +34,13 @@ static PyObject *store_checked;         /* engine._store: fit the gradient, then
 static PyObject *add_gradients;         /* engine._add(a, b, create_graph) */
 static PyObject *anomaly_state;         /* anomaly_mode._state: [enabled, check_nan] */
 
+/* record.py's helpers, set by configure_record(). */
+static PyObject *no_edge;               /* record.NO_EDGE: (None, 0) */
+static PyObject *edge_and_meta;         /* record._edge_and_meta(x) -> (edge, meta) */
+static PyObject *node_numbers;          /* graph._sequence: itertools.count() */
+
+static PyObject *s_base, *s_requires_grad, *s_grad_fn, *s_output_nr, *s_accumulator, *s_saved, *s_zero,
+                *s_empty;
 static PyObject *s_next_functions, *s_num_outputs, *s_seq, *s_runs_first, *s_tensor_hooks, *s_retained,
                 *s_variable, *s_hooks, *s_pre_hooks, *s_post_hooks, *s_apply, *s_release, *s_input_meta,
                 *s_data, *s_shape, *s_dtype;
@@ -514,7 +527,7 @@ static PyObject *accumulate(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!OpO:accumulate", &PyDict_Type, &buffers, &roots, &retain_graph, &create_graph))
         return NULL;
     if (!tensor_type) {
-        PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure_backward() was not called");
         return NULL;
     }
     PyObject *dependencies = count_dependencies(roots);
@@ -549,15 +562,186 @@ static PyObject *accumulate(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(configure_doc,
-"configure(AccumulateGrad, Tensor, hooked_inputs, hooked_run, store, add, anomaly_state)\n\n"
+/* ---- recording: record.py's record() for the common case ---------------------------------- */
+
+/* (edge, meta) of one forward input, as record._edge_and_meta gives them (new references). */
+static int input_edge(PyObject *x, PyObject **edge, PyObject **meta)
+{
+    *edge = *meta = NULL;
+    if (x == Py_None || PyFloat_CheckExact(x) || PyLong_CheckExact(x) || PyBool_Check(x))
+        goto no_edge;                       /* a number: getattr(x, "_data", None) is None */
+    if (!PyObject_TypeCheck(x, (PyTypeObject *)tensor_type))
+        goto in_python;
+    PyObject *base = PyObject_GetAttr(x, s_base);
+    if (!base)
+        return -1;
+    Py_DECREF(base);
+    if (base != Py_None)
+        goto in_python;                     /* a view: its grad_fn may need rebuilding */
+    int requires = attr_true(x, s_requires_grad);
+    if (requires < 0)
+        return -1;
+    if (!requires)
+        goto no_edge;
+    PyObject *node = PyObject_GetAttr(x, s_grad_fn), *nr;
+    if (!node)
+        return -1;
+    if (node != Py_None) {
+        if (!(nr = PyObject_GetAttr(x, s_output_nr))) {
+            Py_DECREF(node);
+            return -1;
+        }
+    } else {
+        /* a leaf: its AccumulateGrad, if one is alive (gradient_edge makes one otherwise) */
+        Py_DECREF(node);
+        PyObject *ref = PyObject_GetAttr(x, s_accumulator);
+        if (!ref)
+            return -1;
+        node = ref == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_CallNoArgs(ref);
+        Py_DECREF(ref);
+        if (!node)
+            return -1;
+        if (node == Py_None) {        /* none alive: a new one, as graph.gradient_edge makes it */
+            Py_DECREF(node);
+            if (!(node = PyObject_CallOneArg(accumulate_grad_type, x)))
+                return -1;
+            PyObject *weak = PyWeakref_NewRef(node, NULL);
+            int set = weak ? PyObject_SetAttr(x, s_accumulator, weak) : -1;
+            Py_XDECREF(weak);
+            if (set < 0) {
+                Py_DECREF(node);
+                return -1;
+            }
+        }
+        Py_INCREF(s_zero);
+        nr = s_zero;
+    }
+    *edge = PyTuple_Pack(2, node, nr);
+    Py_DECREF(node);
+    Py_DECREF(nr);
+    if (!*edge)
+        return -1;
+    PyObject *data = PyObject_GetAttr(x, s_data), *shape = NULL, *dtype = NULL;
+    if (data) {
+        shape = PyObject_GetAttr(data, s_shape);
+        dtype = shape ? PyObject_GetAttr(data, s_dtype) : NULL;
+        Py_DECREF(data);
+    }
+    *meta = dtype ? PyTuple_Pack(2, shape, dtype) : NULL;
+    Py_XDECREF(shape);
+    Py_XDECREF(dtype);
+    if (!*meta) {
+        Py_CLEAR(*edge);
+        return -1;
+    }
+    return 0;
+no_edge:
+    Py_INCREF(no_edge);
+    Py_INCREF(Py_None);
+    *edge = no_edge;
+    *meta = Py_None;
+    return 0;
+in_python:;
+    PyObject *pair = PyObject_CallOneArg(edge_and_meta, x);
+    if (!pair)
+        return -1;
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_TypeError, "_edge_and_meta must return an (edge, meta) pair");
+        return -1;
+    }
+    *edge = PyTuple_GET_ITEM(pair, 0);
+    *meta = PyTuple_GET_ITEM(pair, 1);
+    Py_INCREF(*edge);
+    Py_INCREF(*meta);
+    Py_DECREF(pair);
+    return 0;
+}
+
+PyDoc_STRVAR(record_doc,
+"record(node_cls, inputs, out, saved)\n\n"
+"record.record for one floating-point output with anomaly detection off: a new node_cls\n"
+"numbered in creation order, one edge and input meta per input, made out's grad_fn.");
+
+static PyObject *record(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *node_cls, *inputs, *out, *saved;
+    if (!PyArg_ParseTuple(args, "O!OOO:record", &PyType_Type, &node_cls, &inputs, &out, &saved))
+        return NULL;
+    if (!node_numbers || !tensor_type) {
+        PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure_record() was not called");
+        return NULL;
+    }
+    PyObject *items = PySequence_Fast(inputs, "inputs must be a sequence");
+    if (!items)
+        return NULL;
+    /* object.__new__(node_cls): no __init__ code runs (one node per op) */
+    PyObject *node = PyBaseObject_Type.tp_new((PyTypeObject *)node_cls, s_empty, NULL);
+    PyObject *number = node ? PyIter_Next(node_numbers) : NULL;
+    int st = number ? PyObject_SetAttr(node, s_seq, number) : -1;
+    Py_XDECREF(number);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    PyObject *edges = st ? NULL : PyTuple_New(n), *metas = edges ? PyTuple_New(n) : NULL;
+    if (!metas)
+        st = -1;
+    for (Py_ssize_t i = 0; st == 0 && i < n; ++i) {
+        PyObject *edge, *meta;
+        st = input_edge(PySequence_Fast_GET_ITEM(items, i), &edge, &meta);
+        if (st == 0) {
+            PyTuple_SET_ITEM(edges, i, edge);
+            PyTuple_SET_ITEM(metas, i, meta);
+        }
+    }
+    Py_DECREF(items);
+    if (st == 0)
+        st = PyObject_SetAttr(node, s_next_functions, edges);
+    if (st == 0)
+        st = PyObject_SetAttr(node, s_input_meta, metas);
+    Py_XDECREF(edges);
+    Py_XDECREF(metas);
+    if (st == 0)
+        st = PyObject_SetAttr(out, s_grad_fn, node);
+    if (st == 0)
+        st = PyObject_SetAttr(out, s_requires_grad, Py_True);
+    if (st == 0) {
+        int keep = PyObject_IsTrue(saved);
+        st = keep < 0 ? -1 : keep ? PyObject_SetAttr(node, s_saved, saved) : 0;
+    }
+    if (st < 0) {
+        Py_XDECREF(node);
+        return NULL;
+    }
+    return node;
+}
+
+PyDoc_STRVAR(configure_record_doc,
+"configure_record(NO_EDGE, edge_and_meta, node_numbers)\n\n"
+"record.py's helpers record() calls into (record.py calls this once).");
+
+static PyObject *configure_record(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objects[3];
+    if (!PyArg_ParseTuple(args, "OOO:configure_record", &objects[0], &objects[1], &objects[2]))
+        return NULL;
+    PyObject **slots[3] = {&no_edge, &edge_and_meta, &node_numbers};
+    for (int i = 0; i < 3; ++i) {
+        Py_INCREF(objects[i]);
+        Py_XSETREF(*slots[i], objects[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(configure_backward_doc,
+"configure_backward(AccumulateGrad, Tensor, hooked_inputs, hooked_run, store, add, anomaly_state)\n\n"
 "The types and engine.py helpers the loop calls into (engine.py calls this once).");
 
-static PyObject *configure(PyObject *self, PyObject *args)
+static PyObject *configure_backward(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *objects[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:configure", &objects[0], &objects[1], &objects[2], &objects[3],
+    if (!PyArg_ParseTuple(args, "OOOOOOO:configure_backward", &objects[0], &objects[1], &objects[2], &objects[3],
                           &objects[4], &objects[5], &objects[6]))
         return NULL;
     PyObject **slots[7] = {&accumulate_grad_type, &tensor_type, &hooked_inputs, &hooked_run, &store_checked,
@@ -571,13 +755,15 @@ static PyObject *configure(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
-    {"configure", configure, METH_VARARGS, configure_doc},
+    {"configure_backward", configure_backward, METH_VARARGS, configure_backward_doc},
+    {"record", record, METH_VARARGS, record_doc},
+    {"configure_record", configure_record, METH_VARARGS, configure_record_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "cextend._engine",
-    "The backward engine's inner loop in C (see cextend/autograd/engine.py).", -1, methods,
+    "The autograd engine's loop and op recording in C (see cextend/autograd/engine.py, record.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -592,9 +778,15 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_variable, "variable"}, {&s_hooks, "_hooks"}, {&s_pre_hooks, "_pre_hooks"},
         {&s_post_hooks, "_post_hooks"}, {&s_apply, "apply"}, {&s_release, "_release"},
         {&s_input_meta, "_input_meta"}, {&s_data, "_data"}, {&s_shape, "shape"}, {&s_dtype, "dtype"},
+        {&s_base, "_base"}, {&s_requires_grad, "_requires_grad"}, {&s_grad_fn, "_grad_fn"},
+        {&s_output_nr, "_output_nr"}, {&s_accumulator, "_accumulator"}, {&s_saved, "_saved"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
             return NULL;
+    if (!s_zero && !(s_zero = PyLong_FromLong(0)))
+        return NULL;
+    if (!s_empty && !(s_empty = PyTuple_New(0)))
+        return NULL;
     return PyModule_Create(&module);
 }
