@@ -674,6 +674,7 @@ def _structure(t):
     return walk(t.grad_fn)
 
 
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
 def test_compiled_recording_builds_the_graph_the_python_one_does():
     # anomaly detection records through record.py's Python lines; without it the common
     # case is compiled (src/python/engine.c): both must give the same nodes, edges and metas
@@ -700,3 +701,23 @@ def test_compiled_recording_builds_the_graph_the_python_one_does():
         checked.backward()
     np.testing.assert_array_equal(w.grad.numpy(), first[0])
     np.testing.assert_array_equal(b.grad.numpy(), first[1])
+
+
+def test_loss_backward_takes_the_one_root_path_with_backwards_checks():
+    # Tensor.backward() with no arguments skips backward()'s tuples; what it checks stays
+    x = cx.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        (x * 2.0).backward()
+    with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+        cx.ones(1).backward()
+    y = (x * 3.0).sum()
+    y.backward(retain_graph=True)
+    y.backward()                    # retained once: a second pass runs, then the graph is freed
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 10.0, 12.0])
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    leaf = cx.tensor(2.0, requires_grad=True)
+    leaf.backward()                 # a leaf root: its own accumulator
+    assert leaf.grad.item() == 1.0

@@ -440,6 +440,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradient of this tensor into the leaves' .grad."""
+    if gradient is None and inputs is None and create_graph is False:
+        # loss.backward(): backward()'s steps for one implicit root, without its tuples
+        edge = gradient_edge(self)
+        data = self._data
+        if edge is not None and data.dtype.kind == "f" and data.size == 1:
+            node, nr = edge
+            buffer = [None] * node.num_outputs
+            buffer[nr] = _ones_like(self)
+            _accumulate_pass({node: buffer}, [node], bool(retain_graph), False)
+            return
     backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
 
 
