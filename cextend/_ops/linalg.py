@@ -11,6 +11,7 @@ from cextend.autograd import record as rec
 from cextend._ops import _out, bfloat16
 from cextend.autograd.grad_mode import _state as _grad_state, no_grad
 from cextend.autograd import views
+from cextend.autograd.graph import SavedTensor
 from cextend.tensor import _wrap
 from cextend._ops._operands import is_tensor, require_tensor
 from cextend._ops.registry import Sample, method, register
@@ -462,6 +463,10 @@ def _linear_node(ndim, has_bias):
     return rec.renamed(_LinearNode, name)
 
 
+# (input dims, up to 3; has a bias) -> the node, as _linear_node names it
+_LINEAR_NODES = {(ndim, bias): _linear_node(ndim, bias) for ndim in (1, 2, 3) for bias in (False, True)}
+
+
 def _check_linear(x, w, b):
     if x._data.ndim == 0 or w._data.ndim == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are %dD and %dD"
@@ -522,12 +527,15 @@ def linear(input, weight, bias=None):
     if _grad_state.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)
                                 or x._base is not None or w._base is not None):
         if rec.needs_grad(x, w, b):
-            node = rec.record(_linear_node(xd.ndim, b is not None), (x, w, b), result)
+            node = rec.record(_LINEAR_NODES[min(xd.ndim, 3), b is not None], (x, w, b), result)
             # as torch's addmm: each factor is saved (version-checked, freed
-            # after backward) only for the other one's gradient
-            node._saved = (rec.save(_as_torch_saves_input(x, b, node)) if node.needs(1) else xd,
-                           rec.save(w) if node.needs(0) else wd)
-    if bd is not None and _fused_flatten(xd, b._data):
+            # after backward) only for the other one's gradient (a new node's
+            # needs(i) is whether input i has an edge)
+            edges = node.next_functions
+            node._saved = (SavedTensor(x if xd.ndim < 3 else _as_torch_saves_input(x, b, node))
+                           if edges[1][0] is not None else xd,
+                           SavedTensor(w) if edges[0][0] is not None else wd)
+    if bd is not None and xd.ndim != 2 and _fused_flatten(xd, b._data):
         # torch flattens a contiguous input to 2-D for its fused addmm and
         # views the result back: the result is a view (detach_() refuses it)
         result = result.view(result.shape)

@@ -30,6 +30,7 @@ from cextend.utils.hooks import ListHookHandle
 from cextend.tensor import Tensor, _wrap
 
 _sequence = itertools.count()
+_next_seq = _sequence.__next__
 
 
 class Node:
@@ -107,9 +108,8 @@ class AccumulateGrad(Node):
     _runs_first = True
 
     def __init__(self, variable):
-        super().__init__()
+        self._seq = _next_seq()         # Node.__init__, inline: one per leaf in every graph
         self.variable = variable
-        self._input_meta = ()
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -117,8 +117,9 @@ class AccumulateGrad(Node):
     def apply(self, grads):
         # A leaf detached (detach_, requires_grad_(False)) after the graph was
         # built no longer accumulates, as in torch.
-        if self.variable._requires_grad:
-            if self.variable._grad_fn is not None:
+        variable = self.variable
+        if variable._requires_grad:
+            if variable._grad_fn is not None:
                 # an in-place op after detach_() gave the leaf a history
                 raise RuntimeError("leaf variable has been moved into the graph interior")
             if _capture._active is None:
@@ -128,17 +129,17 @@ class AccumulateGrad(Node):
                 # whose use count says no one else can see it.
                 unseen = grad is not None and _references(grad) == _ENGINE_ONLY_REFERENCES \
                     and _owns_writable(grad._data)
-                accumulate_into(self.variable, grad, unseen)
+                accumulate_into(variable, grad, unseen)
             else:
                 # a captured step replays the accumulation itself
-                _capture.leaf_accumulated(self.variable)
-                _capture.eager(ReplayedAccumulation(), self.variable, grads[0])
-            hooks = self.variable._post_accumulate_hooks
+                _capture.leaf_accumulated(variable)
+                _capture.eager(ReplayedAccumulation(), variable, grads[0])
+            hooks = variable._post_accumulate_hooks
             if hooks:
                 if _capture._active is not None:
                     _capture.refuse("a post-accumulate-grad hook runs")
                 for hook in list(hooks):
-                    hook(self.variable)
+                    hook(variable)
         return ()
 
 
@@ -173,7 +174,8 @@ def accumulate_into(tensor, grad, unseen=False):
     """
     if grad is None:
         return
-    with grad_lock(tensor):
+    lock = tensor.__dict__.get("_grad_lock") or grad_lock(tensor)      # grad_lock's lookup, inline
+    with lock:
         current = tensor._grad
         if current is None:
             if is_grad_enabled():
