@@ -721,3 +721,26 @@ def test_loss_backward_takes_the_one_root_path_with_backwards_checks():
     leaf = cx.tensor(2.0, requires_grad=True)
     leaf.backward()                 # a leaf root: its own accumulator
     assert leaf.grad.item() == 1.0
+
+
+def test_a_builtin_node_applied_by_hand():
+    # BuiltinNode.apply (compiled): its backward on grads[0] and the unpacked saved values;
+    # no gradient in gives None for every input; a released node refuses
+    x = cx.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    w = cx.tensor([0.5, 0.25, 2.0], requires_grad=True)
+    y = x * w
+    node = y.grad_fn
+    with cx.no_grad():
+        gx, gw = node.apply([cx.tensor([1.0, 2.0, 3.0])])
+    np.testing.assert_array_equal(gx.numpy(), [0.5, 0.5, 6.0])
+    np.testing.assert_array_equal(gw.numpy(), [1.0, -4.0, 9.0])
+    assert node.apply([None]) == (None, None)
+    assert node.apply((cx.ones(3),))[0] is not None      # any sequence of gradients
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        node.apply([cx.ones(3)])
+    z = x.exp()                       # one input: a bare result is made a 1-tuple
+    out = z.grad_fn.apply([cx.ones(3)])
+    assert type(out) is tuple and len(out) == 1
+    np.testing.assert_allclose(out[0].detach().numpy(), np.exp([1.0, -2.0, 3.0]), rtol=1e-6)
+    assert out[0].requires_grad          # applied with grad mode on: the gradient has history

@@ -39,6 +39,13 @@ class BuiltinNode(Node):
     multi_output = False
 
     def apply(self, grads):
+        # Compiled (src/python/engine.c), and called from there directly by the backward loop:
+        # a freed node raises; no gradient gives None for every input; else
+        # self.backward(grads[0], *saved values unpacked), as a tuple.  Several outputs, or a
+        # bfloat16 gradient (computed in float32), go through _apply_general.
+        return _builtin_apply(self, grads)
+
+    def _apply_general(self, grads):
         saved = self._saved
         if saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
@@ -53,10 +60,7 @@ class BuiltinNode(Node):
                 return (None,) * len(self.next_functions)
             if g._data.dtype.kind == "V":
                 g = upcast_grad(g)
-            if saved:
-                result = self.backward(g, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
-            else:
-                result = self.backward(g)
+            result = self.backward(g, *[s.unpack(self) if type(s) is SavedTensor else s for s in saved])
         return result if type(result) is tuple else (result,)
 
     def backward(self, grad, *saved):
@@ -365,4 +369,6 @@ def finish_inplace(t, node, output_nr=0):
     return t
 
 
-_engine.configure_record(NO_EDGE, _edge_and_meta, _sequence)
+_engine.configure_record(NO_EDGE, _edge_and_meta, _sequence, BuiltinNode, BuiltinNode._apply_general, SavedTensor,
+                         _FREED, FREED_MESSAGE)
+_builtin_apply = _engine.builtin_apply

@@ -38,9 +38,15 @@ static PyObject *anomaly_state;         /* anomaly_mode._state: [enabled, check_
 static PyObject *no_edge;               /* record.NO_EDGE: (None, 0) */
 static PyObject *edge_and_meta;         /* record._edge_and_meta(x) -> (edge, meta) */
 static PyObject *node_numbers;          /* graph._sequence: itertools.count() */
+static PyObject *builtin_node_type;     /* record.BuiltinNode */
+static PyObject *builtin_node_apply;    /* BuiltinNode.apply, as the class holds it */
+static PyObject *apply_general;         /* BuiltinNode._apply_general(node, grads): the other cases */
+static PyObject *saved_tensor_type;     /* graph.SavedTensor */
+static PyObject *freed_marker;          /* record._FREED: a node's _saved once released */
+static PyObject *freed_message;         /* graph.FREED_MESSAGE */
 
 static PyObject *s_base, *s_requires_grad, *s_grad_fn, *s_output_nr, *s_accumulator, *s_saved, *s_zero,
-                *s_empty;
+                *s_empty, *s_multi_output, *s_kind, *s_unpack, *s_backward;
 static PyObject *s_next_functions, *s_num_outputs, *s_seq, *s_runs_first, *s_tensor_hooks, *s_retained,
                 *s_variable, *s_hooks, *s_pre_hooks, *s_post_hooks, *s_apply, *s_release, *s_input_meta,
                 *s_data, *s_shape, *s_dtype;
@@ -448,6 +454,138 @@ static int pass_on(PyObject *buffers, PyObject *node, PyObject *results, PyObjec
     return st;
 }
 
+/* ---- a builtin op's node: BuiltinNode.apply --------------------------------------------------- */
+
+/* Whether g is a tensor of bfloat16 (its array's dtype kind "V"): 1, 0, or -1 with an exception. */
+static int holds_bfloat16(PyObject *g)
+{
+    PyObject *data = PyObject_GetAttr(g, s_data);
+    PyObject *dtype = data ? PyObject_GetAttr(data, s_dtype) : NULL;
+    PyObject *kind = dtype ? PyObject_GetAttr(dtype, s_kind) : NULL;
+    Py_XDECREF(data);
+    Py_XDECREF(dtype);
+    if (!kind)
+        return -1;
+    int is_v = PyUnicode_Check(kind) && PyUnicode_GetLength(kind) == 1 && PyUnicode_READ_CHAR(kind, 0) == 'V';
+    Py_DECREF(kind);
+    return is_v;
+}
+
+/* BuiltinNode.apply for one output: node.backward(grads[0], *unpacked saved values), as a tuple.
+ * A node of several outputs, or a bfloat16 gradient, takes _apply_general (Python). */
+static PyObject *apply_builtin(PyObject *node, PyObject *grads)
+{
+    PyObject *saved = PyObject_GetAttr(node, s_saved);
+    if (!saved)
+        return NULL;
+    if (saved == freed_marker) {
+        Py_DECREF(saved);
+        PyErr_SetObject(PyExc_RuntimeError, freed_message);
+        return NULL;
+    }
+    int multi = attr_true(node, s_multi_output);
+    PyObject *g = multi ? NULL : PySequence_GetItem(grads, 0);
+    int general = multi < 0 || (!multi && !g) ? -1 : multi;
+    if (general == 0 && g == Py_None) {
+        Py_DECREF(g);
+        Py_DECREF(saved);
+        /* no gradient came: none goes on, one None per edge */
+        PyObject *edges = PyObject_GetAttr(node, s_next_functions);
+        Py_ssize_t n = edges ? PyObject_Size(edges) : -1;
+        Py_XDECREF(edges);
+        if (n < 0)
+            return NULL;
+        PyObject *nothing = PyTuple_New(n);
+        for (Py_ssize_t i = 0; nothing && i < n; ++i) {
+            Py_INCREF(Py_None);
+            PyTuple_SET_ITEM(nothing, i, Py_None);
+        }
+        return nothing;
+    }
+    if (general == 0)
+        general = holds_bfloat16(g);
+    if (general != 0) {
+        Py_XDECREF(g);
+        Py_DECREF(saved);
+        return general < 0 ? NULL : PyObject_CallFunctionObjArgs(apply_general, node, grads, NULL);
+    }
+    PyObject *values = PySequence_Fast(saved, "a node's saved values must be a sequence");
+    Py_DECREF(saved);
+    if (!values) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    /* node.backward(g, *saved): the arguments after a free slot the call may use */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values), nargs = n + 2;
+    PyObject *small[8], **args = nargs + 1 <= 8 ? small : PyMem_New(PyObject *, nargs + 1);
+    PyObject *result = NULL;
+    if (!args) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    args[1] = node;
+    args[2] = g;
+    Py_ssize_t unpacked = 0;
+    for (; unpacked < n; ++unpacked) {
+        PyObject *value = PySequence_Fast_GET_ITEM(values, unpacked);
+        if ((PyObject *)Py_TYPE(value) == saved_tensor_type) {
+            if (!(value = PyObject_CallMethodOneArg(value, s_unpack, node)))
+                break;
+        } else {
+            Py_INCREF(value);
+        }
+        args[3 + unpacked] = value;
+    }
+    if (unpacked == n)
+        result = PyObject_VectorcallMethod(s_backward, args + 1, (size_t)nargs | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                           NULL);
+    for (Py_ssize_t i = 0; i < unpacked; ++i)
+        Py_DECREF(args[3 + i]);
+    if (args != small)
+        PyMem_Free(args);
+    if (result && !PyTuple_CheckExact(result)) {
+        PyObject *one = PyTuple_Pack(1, result);
+        Py_DECREF(result);
+        result = one;
+    }
+done:
+    Py_DECREF(values);
+    Py_DECREF(g);
+    return result;
+}
+
+PyDoc_STRVAR(builtin_apply_doc,
+"builtin_apply(node, grads)\n\n"
+"BuiltinNode.apply: node.backward(grads[0], *its saved values unpacked), as a tuple.");
+
+static PyObject *builtin_apply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "builtin_apply() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!builtin_node_type) {
+        PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure_record() was not called");
+        return NULL;
+    }
+    return apply_builtin(args[0], args[1]);
+}
+
+/* node.apply(grads), through apply_builtin when node's class keeps BuiltinNode's apply. */
+static PyObject *apply_node(PyObject *node, PyObject *grads)
+{
+    if (builtin_node_type && PyObject_TypeCheck(node, (PyTypeObject *)builtin_node_type)) {
+        PyObject *apply = PyObject_GetAttr((PyObject *)Py_TYPE(node), s_apply);
+        if (!apply)
+            return NULL;
+        Py_DECREF(apply);
+        if (apply == builtin_node_apply)
+            return apply_builtin(node, grads);
+    }
+    return PyObject_CallMethodOneArg(node, s_apply, grads);
+}
+
 /* buffers.pop(key, None): *value is the popped value (owned) or NULL. */
 static int dict_pop(PyObject *dict, PyObject *key, PyObject **value)
 {
@@ -492,7 +630,7 @@ static int run_node(PyObject *buffers, PyObject *node, PyObject *dependencies, H
     PyObject *results = NULL;
     int hooked_call = needs_hooked_run(node);
     if (hooked_call == 0)
-        results = PyObject_CallMethodOneArg(node, s_apply, grads);
+        results = apply_node(node, grads);
     else if (hooked_call > 0)
         results = PyObject_CallFunctionObjArgs(hooked_run, node, grads, NULL);
     Py_DECREF(grads);
@@ -716,20 +854,27 @@ static PyObject *record(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(configure_record_doc,
-"configure_record(NO_EDGE, edge_and_meta, node_numbers)\n\n"
-"record.py's helpers record() calls into (record.py calls this once).");
+"configure_record(NO_EDGE, edge_and_meta, node_numbers, BuiltinNode, apply_general, SavedTensor,\n"
+"                 FREED, FREED_MESSAGE)\n\n"
+"record.py's helpers and types record() and builtin_apply() call into (record.py calls this once).");
 
 static PyObject *configure_record(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objects[3];
-    if (!PyArg_ParseTuple(args, "OOO:configure_record", &objects[0], &objects[1], &objects[2]))
+    PyObject *objects[8];
+    if (!PyArg_ParseTuple(args, "OOOO!OOOU:configure_record", &objects[0], &objects[1], &objects[2], &PyType_Type,
+                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7]))
         return NULL;
-    PyObject **slots[3] = {&no_edge, &edge_and_meta, &node_numbers};
-    for (int i = 0; i < 3; ++i) {
+    PyObject *apply = PyObject_GetAttr(objects[3], s_apply);
+    if (!apply)
+        return NULL;
+    PyObject **slots[8] = {&no_edge, &edge_and_meta, &node_numbers, &builtin_node_type, &apply_general,
+                           &saved_tensor_type, &freed_marker, &freed_message};
+    for (int i = 0; i < 8; ++i) {
         Py_INCREF(objects[i]);
         Py_XSETREF(*slots[i], objects[i]);
     }
+    Py_XSETREF(builtin_node_apply, apply);
     Py_RETURN_NONE;
 }
 
@@ -758,6 +903,7 @@ static PyMethodDef methods[] = {
     {"configure_backward", configure_backward, METH_VARARGS, configure_backward_doc},
     {"record", record, METH_VARARGS, record_doc},
     {"configure_record", configure_record, METH_VARARGS, configure_record_doc},
+    {"builtin_apply", (PyCFunction)(void (*)(void))builtin_apply, METH_FASTCALL, builtin_apply_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -780,6 +926,7 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_input_meta, "_input_meta"}, {&s_data, "_data"}, {&s_shape, "shape"}, {&s_dtype, "dtype"},
         {&s_base, "_base"}, {&s_requires_grad, "_requires_grad"}, {&s_grad_fn, "_grad_fn"},
         {&s_output_nr, "_output_nr"}, {&s_accumulator, "_accumulator"}, {&s_saved, "_saved"},
+        {&s_multi_output, "multi_output"}, {&s_kind, "kind"}, {&s_unpack, "unpack"}, {&s_backward, "backward"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
