@@ -173,3 +173,17 @@ def test_linear_shape_error_names_the_layer_and_the_input(shape):
                                            r"expected shape \(\*, 10\)"):
         nn.Linear(10, 3)(cx.tensor(1.0))
     nn.Linear(7, 3)(cx.randn(*shape))       # the right width passes
+
+
+def test_linear_follows_its_weight_as_torch_does():
+    # the layer's own shape message is added only where F.linear fails; a weight replaced by
+    # one of another width is what the product uses (torch's forward is F.linear alone)
+    layer = nn.Linear(10, 3)
+    with cx.no_grad():
+        layer.weight = nn.Parameter(cx.randn(3, 4))
+    x = cx.randn(2, 4)
+    np.testing.assert_allclose(layer(x).detach().numpy(),
+                               x.numpy() @ layer.weight.detach().numpy().T + layer.bias.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype"):
+        nn.Linear(4, 3)(cx.randn(2, 4, dtype=cx.float64))    # not a shape problem: torch's words alone

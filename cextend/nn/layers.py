@@ -38,20 +38,27 @@ class Linear(Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input):
-        data = getattr(input, "_data", None)       # the array's shape: no Size object per call
-        shape = data.shape if data is not None else None
+        try:
+            return F.linear(input, self.weight, self.bias)
+        except RuntimeError:
+            # Where the input's shape is the problem, name the layer and the input first; torch's
+            # own words (in kernel terms) follow.  Checked only on failure: a layer call is hot.
+            message = self._input_shape_problem(input)
+            if message is None:
+                raise
+        raise RuntimeError(message)
+
+    def _input_shape_problem(self, input):
+        shape = getattr(getattr(input, "_data", None), "shape", None)
         if shape is not None and len(shape) == 0:
-            raise RuntimeError(
-                "%s got a 0-d input; expected shape (*, %d) (both arguments to linear need to be at least 1D, "
-                "but they are 0D and 2D)" % (self._get_name_and_sizes(), self.in_features))
+            return ("%s got a 0-d input; expected shape (*, %d) (both arguments to linear need to be at least 1D, "
+                    "but they are 0D and 2D)" % (self._get_name_and_sizes(), self.in_features))
         if shape is not None and shape[-1] != self.in_features:
-            # Name the layer and the input first; torch's own words (in kernel terms) follow.
-            raise RuntimeError(
-                "%s got input with last dimension %d, expected %d (input shape %s; mat1 and mat2 shapes "
-                "cannot be multiplied (%dx%d and %dx%d))" % (
-                    self._get_name_and_sizes(), shape[-1], self.in_features, list(shape),
-                    int(np.prod(shape[:-1])), shape[-1], self.in_features, self.out_features))
-        return F.linear(input, self.weight, self.bias)
+            return ("%s got input with last dimension %d, expected %d (input shape %s; mat1 and mat2 shapes "
+                    "cannot be multiplied (%dx%d and %dx%d))" % (
+                        self._get_name_and_sizes(), shape[-1], self.in_features, list(shape),
+                        int(np.prod(shape[:-1])), shape[-1], self.in_features, self.out_features))
+        return None
 
     def _get_name_and_sizes(self):
         return "Linear(in_features=%d, out_features=%d)" % (self.in_features, self.out_features)
