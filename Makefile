@@ -138,7 +138,7 @@ cross-check:
 	@echo "cross-check: every C source compiles for $$($(CROSS_CC) -dumpmachine)"
 
 clean:
-	rm -rf build $(VENV) cextend/_C.*so cextend/libcextend_cuda.so *.egg-info .pytest_cache \
+	rm -rf build $(VENV) cextend/_C.*so cextend/_engine.*so cextend/libcextend_cuda.so *.egg-info .pytest_cache \
 		examples/*/_ext examples/*/build examples/*/src/*.egg-info
 
 help:
