@@ -328,24 +328,27 @@ static int store(PyObject *buffers, PyObject *node, Py_ssize_t i, PyObject *g, P
     }
     PyObject *current = PyList_GET_ITEM(buf, slot);
     PyObject *total;
+    Py_INCREF(buf);             /* _add runs Python: hold what it could let go of */
     if (current == Py_None) {
         Py_INCREF(g);
         total = g;
     } else {
-        Py_INCREF(buf);         /* _add may run Python that changes buffers */
+        Py_INCREF(current);
         total = PyObject_CallFunctionObjArgs(add_gradients, current, g, create_graph, NULL);
-        if (!total || slot >= PyList_GET_SIZE(buf)) {
+        Py_DECREF(current);
+        if (total && slot >= PyList_GET_SIZE(buf)) {
+            Py_CLEAR(total);
+            PyErr_SetString(PyExc_IndexError, "list assignment index out of range");
+        }
+        if (!total) {
             Py_DECREF(buf);
-            Py_XDECREF(total);
-            if (total)
-                PyErr_SetString(PyExc_IndexError, "list assignment index out of range");
             return -1;
         }
-        Py_DECREF(buf);
     }
     PyObject *old = PyList_GET_ITEM(buf, slot);
     PyList_SET_ITEM(buf, slot, total);
     Py_DECREF(old);
+    Py_DECREF(buf);
     return 0;
 }
 
