@@ -820,6 +820,8 @@ static PyObject *record(PyObject *self, PyObject *args)
     /* object.__new__(node_cls): no __init__ code runs (one node per op) */
     PyObject *node = PyBaseObject_Type.tp_new((PyTypeObject *)node_cls, s_empty, NULL);
     PyObject *number = node ? PyIter_Next(node_numbers) : NULL;
+    if (node && !number && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "the node numbers ran out");
     int st = number ? PyObject_SetAttr(node, s_seq, number) : -1;
     Py_XDECREF(number);
     Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
