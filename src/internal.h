@@ -155,7 +155,8 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
  * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
  * portable loops), its unpacked path for tiny products, and optionally a
- * kernel for tiles with fewer than mr rows. */
+ * kernel for tiles with fewer than mr rows and one for a ragged last panel
+ * of at most nr / 2 columns (a classifier's 10 outputs). */
 typedef struct {
     int mr, nr;
     int64_t kc, mc, nc;
@@ -164,6 +165,7 @@ typedef struct {
     cx_pack_rows_f32 pack_a_rows;
     cx_tiny_f32 tiny;
     cx_ukernel_rows_f32 run_rows;       /* NULL: edge tiles run the whole tile */
+    cx_ukernel_f32 run_narrow;          /* a tile's first nr / 2 columns; NULL: the whole tile */
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
@@ -173,6 +175,7 @@ typedef struct {
     cx_pack_rows_f64 pack_a_rows;
     cx_tiny_f64 tiny;
     cx_ukernel_rows_f64 run_rows;
+    cx_ukernel_f64 run_narrow;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

@@ -191,6 +191,29 @@ def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
 
 @pytest.mark.parametrize("isa", FAST_ISAS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_column_does_not_depend_on_the_width(isa, dtype, isa_and_threads):
+    """A ragged last panel of at most nr / 2 columns runs a kernel half as
+    wide (a classifier's 10 outputs); every element is the same chain of
+    fused multiply-adds, so a column of y = x W^T + b (and of dx = dy W,
+    whose columns are x's) is bitwise the same whatever columns share it."""
+    mr, nr, kc, mc = BLOCKS[isa][dtype]
+    rng = np.random.default_rng(nr + kc)
+    n, k, m = 2 * mr + 3, 2 * kc + 3 * nr, 3 * nr       # k past two k blocks: the accumulating tiles too
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    y = ops.linear_forward(x, w, b)
+    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    for width in sorted({1, nr // 2 - 1, nr // 2, nr // 2 + 1, nr - 1, nr + 1, nr + nr // 2, 2 * nr + 3} - {0}):
+        np.testing.assert_array_equal(ops.linear_forward(x, w[:width].copy(), b[:width].copy()), y[:, :width])
+        part = ops.linear_backward(dy, x[:, :width].copy(), w[:, :width].copy(), weight=False, bias=False)[0]
+        np.testing.assert_array_equal(part, dx[:, :width])
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_blocking_is_reported_and_consistent(isa, dtype):
     plan = _backend.gemm_blocking(isa, dtype)
     assert plan["mr"] >= 1 and plan["nr"] >= 1 and plan["kc"] >= 1

@@ -232,7 +232,9 @@ static inline void CX_FN(tile)(const PLAN *plan, int64_t kc, const REAL *ap, con
         return;
     }
     REAL scratch[CX_MAX_TILE] __attribute__((aligned(64)));
-    if (plan->run_rows)         /* only the rows this tile has */
+    if (plan->run_narrow && 2 * cols <= plan->nr)   /* only the columns' half this tile has */
+        plan->run_narrow(kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
+    else if (plan->run_rows)    /* only the rows this tile has */
         plan->run_rows(rows, kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);
     else
         plan->run(kc, ap, bpanel, b_rs, scratch, plan->nr, NULL, 0);

@@ -127,6 +127,21 @@ TARGET static void ukernel_rows_avx2_f32(int64_t rows, int64_t kc, const REAL *a
         ukernel_avx2_f32(kc, a, b, b_rs, c, ldc, bias, accumulate);
 }
 
+/* A ragged last column panel of at most VL columns (a classifier's 10
+ * outputs): one vector a row, half a whole tile's FMAs.  Each element is
+ * the same chain from +0 over p as in the wide kernel: the same bits. */
+#undef TINY
+#undef NV
+#undef UKERNEL
+#define NV 1
+#define UKERNEL ukernel_narrow_avx2_f32
+#include "simd_ukernel.h"
+#undef NV
+#undef UKERNEL
+#define NV 2
+#define UKERNEL ukernel_avx2_f32
+#define TINY tiny_avx2_f32
+
 #undef V_TRANSPOSE
 #undef PACK_B_COLS
 #undef TINY
@@ -242,13 +257,28 @@ TARGET static void ukernel_rows_avx2_f64(int64_t rows, int64_t kc, const REAL *a
         ukernel_avx2_f64(kc, a, b, b_rs, c, ldc, bias, accumulate);
 }
 
+/* A ragged last column panel of at most VL columns (a classifier's 10
+ * outputs): one vector a row, half a whole tile's FMAs.  Each element is
+ * the same chain from +0 over p as in the wide kernel: the same bits. */
+#undef TINY
+#undef NV
+#undef UKERNEL
+#define NV 1
+#define UKERNEL ukernel_narrow_avx2_f64
+#include "simd_ukernel.h"
+#undef NV
+#undef UKERNEL
+#define NV 2
+#define UKERNEL ukernel_avx2_f64
+#define TINY tiny_avx2_f64
+
 /* kc: a 256 x 16 float B micro-panel is 16 KiB of the 48 KiB L1;
  * mc: a 144 x 256 block of A is 144 KiB (float) of the 1 MiB L2;
  * nc: a 256 x 4096 float block of B is 4 MiB of L3 (was 4080, which split
  * N = 4096 into 4080 + a 16-column sliver that repacked all of A). */
 const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4096, ukernel_avx2_f32, pack_b_cols_avx2_f32, pack_a_rows_avx2_f32,
-                                     tiny_avx2_f32, ukernel_rows_avx2_f32};
+                                     tiny_avx2_f32, ukernel_rows_avx2_f32, ukernel_narrow_avx2_f32};
 const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2048, ukernel_avx2_f64, pack_b_cols_avx2_f64, pack_a_rows_avx2_f64,
-                                     tiny_avx2_f64, ukernel_rows_avx2_f64};
+                                     tiny_avx2_f64, ukernel_rows_avx2_f64, ukernel_narrow_avx2_f64};
 
 #endif

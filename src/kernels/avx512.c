@@ -91,6 +91,20 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 
 #include "simd_ukernel.h"
 #include "simd_pack.h"
+
+/* A ragged last column panel of at most VL columns (a classifier's 10
+ * outputs): one vector a row, half a whole tile's FMAs.  Each element is
+ * the same chain from +0 over p as in the wide kernel: the same bits. */
+#undef TINY
+#undef NV
+#undef UKERNEL
+#define NV 1
+#define UKERNEL ukernel_narrow_avx512_f32
+#include "simd_ukernel.h"
+#undef NV
+#undef UKERNEL
+#define NV 2
+#define UKERNEL ukernel_avx512_f32
 #undef V_TRANSPOSE
 #undef PACK_B_COLS
 #undef PACK_A_ROWS
@@ -156,6 +170,20 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
+/* A ragged last column panel of at most VL columns (a classifier's 10
+ * outputs): one vector a row, half a whole tile's FMAs.  Each element is
+ * the same chain from +0 over p as in the wide kernel: the same bits. */
+#undef TINY
+#undef NV
+#undef UKERNEL
+#define NV 1
+#define UKERNEL ukernel_narrow_avx512_f64
+#include "simd_ukernel.h"
+#undef NV
+#undef UKERNEL
+#define NV 2
+#define UKERNEL ukernel_avx512_f64
+
 /* Measured on a 48 KiB-L1 / 1 MiB-L2 core (Zen 5): kc = 256 (a 32 KiB B
  * micro-panel in L1) beat 192 and 320.  On a 32 KiB-L1 / 1 MiB-L2 Zen 4,
  * kc from 256 to 512 and mc from 128 to 512 were within the noise of a
@@ -163,8 +191,10 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
  * block of A in L2) ahead by 2-4% for the forward pass (bench/ and thread
  * CPU time, best of repeats). */
 const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
-                                       pack_a_rows_avx512_f32, tiny_avx512_f32, NULL};
+                                       pack_a_rows_avx512_f32, tiny_avx512_f32, NULL,
+                                       ukernel_narrow_avx512_f32};
 const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
-                                       pack_a_rows_avx512_f64, tiny_avx512_f64, NULL};
+                                       pack_a_rows_avx512_f64, tiny_avx512_f64, NULL,
+                                       ukernel_narrow_avx512_f64};
 
 #endif
