@@ -167,6 +167,18 @@ def test_omp_num_threads_sets_the_default():
     assert out.stdout.strip() == "3"
 
 
+def _linear_products(rng, isa, dtype, n, k, m):
+    """Random x (n, k), w (m, k), b, dy (n, m), and y = x w^T + b and dx = dy w under isa."""
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    dy = rng.standard_normal((n, m)).astype(dtype)
+    cx.set_isa(isa)
+    y = ops.linear_forward(x, w, b)
+    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    return x, w, b, dy, y, dx
+
+
 @pytest.mark.parametrize("isa", FAST_ISAS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(37, 23, 19), (70, 40, 45), (9, 300, 40), (5, 8, 8), (33, 1, 64)])
@@ -176,13 +188,7 @@ def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
     dx = dy W) comes out bitwise the same whatever rows share its batch."""
     n, k, m = shape
     rng = np.random.default_rng(n + k + m)
-    x = rng.standard_normal((n, k)).astype(dtype)
-    w = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal(m).astype(dtype)
-    dy = rng.standard_normal((n, m)).astype(dtype)
-    cx.set_isa(isa)
-    y = ops.linear_forward(x, w, b)
-    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    x, w, b, dy, y, dx = _linear_products(rng, isa, dtype, n, k, m)
     for start, stop in [(0, 1), (n - 1, n), (1, min(n, 4)), (0, n // 2 or 1)]:
         np.testing.assert_array_equal(ops.linear_forward(x[start:stop], w, b), y[start:stop])
         part = ops.linear_backward(dy[start:stop], x[start:stop], w, weight=False, bias=False)[0]
@@ -199,13 +205,7 @@ def test_a_column_does_not_depend_on_the_width(isa, dtype, isa_and_threads):
     mr, nr, kc, mc = BLOCKS[isa][dtype]
     rng = np.random.default_rng(nr + kc)
     n, k, m = 2 * mr + 3, 2 * kc + 3 * nr, 3 * nr       # k past two k blocks: the accumulating tiles too
-    x = rng.standard_normal((n, k)).astype(dtype)
-    w = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal(m).astype(dtype)
-    dy = rng.standard_normal((n, m)).astype(dtype)
-    cx.set_isa(isa)
-    y = ops.linear_forward(x, w, b)
-    dx = ops.linear_backward(dy, x, w, weight=False, bias=False)[0]
+    x, w, b, dy, y, dx = _linear_products(rng, isa, dtype, n, k, m)
     for width in sorted({1, nr // 2 - 1, nr // 2, nr // 2 + 1, nr - 1, nr + 1, nr + nr // 2, 2 * nr + 3} - {0}):
         np.testing.assert_array_equal(ops.linear_forward(x, w[:width].copy(), b[:width].copy()), y[:, :width])
         part = ops.linear_backward(dy, x[:, :width].copy(), w[:, :width].copy(), weight=False, bias=False)[0]
