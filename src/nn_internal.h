@@ -98,6 +98,25 @@ CX_INTERNAL void cx_col2im_small_avx2_f32(const cx_conv2d_geometry *g, const flo
  * small ones); the counterpart of cx_threads_for for copies and sums. */
 CX_INTERNAL int cx_threads_for_elements(double elements);
 
+/* A for statement split statically over `threads` threads (a variable in
+ * scope), or run as a plain loop when that is 1.  OpenMP's if(0) clause
+ * would still start a team of one: about half a microsecond in libgomp,
+ * more than a small kernel's whole work (a 32 x 10 log_softmax).  Each
+ * iteration does the same arithmetic either way. */
+#ifdef _OPENMP
+#define CX_PARALLEL_FOR(...)                                                        \
+    do {                                                                            \
+        if (threads > 1) {                                                          \
+            _Pragma("omp parallel for num_threads(threads) schedule(static)")       \
+            __VA_ARGS__                                                             \
+        } else {                                                                    \
+            __VA_ARGS__                                                             \
+        }                                                                           \
+    } while (0)
+#else
+#define CX_PARALLEL_FOR(...) do { (void)threads; __VA_ARGS__ } while (0)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -204,10 +204,10 @@ int CX_FN(cextend_batch_norm_forward)(int64_t n, int64_t c, int64_t s, const REA
                      REAL *, int, double, double, REAL *, REAL *, REAL *, int64_t, int64_t) =
         CX_FN_FOR_ISA(cx_bn_forward_channels);
     const int threads = cx_threads_for_elements(3.0 * (double)(n * s) * (double)c);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int t = 0; t < threads; ++t)
+    CX_PARALLEL_FOR(for (int t = 0; t < threads; ++t) {
         channels(n, c, s, x, x_strides, weight, bias, running_mean, running_var, training, momentum, eps, y,
                  save_mean, save_invstd, c * t / threads, c * (t + 1) / threads);
+    });
     return CEXTEND_OK;
 }
 
@@ -225,9 +225,9 @@ int CX_FN(cextend_batch_norm_backward)(int64_t n, int64_t c, int64_t s, const RE
                      const REAL *, const REAL *, const REAL *, int, REAL *, REAL *, REAL *, int64_t, int64_t) =
         CX_FN_FOR_ISA(cx_bn_backward_channels);
     const int threads = cx_threads_for_elements(3.0 * (double)(n * s) * (double)c);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int t = 0; t < threads; ++t)
+    CX_PARALLEL_FOR(for (int t = 0; t < threads; ++t) {
         channels(n, c, s, dy, dy_strides, x, x_strides, weight, save_mean, save_invstd, training, dx, dweight,
                  dbias, c * t / threads, c * (t + 1) / threads);
+    });
     return CEXTEND_OK;
 }

@@ -102,8 +102,7 @@ static void CX_FN(pad_input)(const cx_conv2d_geometry *g, const REAL *x, const i
     const int64_t rows = cx_conv_max(0, cx_conv_min(g->h, Hp - g->pad_h));
     const int64_t cols = cx_conv_max(0, cx_conv_min(g->w, Wp - g->pad_w));
     const int threads = cx_threads_for_elements((double)nb * cig * Hp * Wp);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t bc = 0; bc < nb * cig; ++bc) {
+    CX_PARALLEL_FOR(for (int64_t bc = 0; bc < nb * cig; ++bc) {
         const REAL *plane = x + (b0 + bc / cig) * xs[0] + (c0 + bc % cig) * xs[1];
         REAL *dst = xp + bc * Hp * Wp;
         memset(dst, 0, (size_t)(Hp * Wp) * sizeof(REAL));
@@ -116,7 +115,7 @@ static void CX_FN(pad_input)(const cx_conv2d_geometry *g, const REAL *x, const i
                 for (int64_t j = 0; j < cols; ++j)
                     row[j] = src[j * xs[3]];
         }
-    }
+    });
 }
 
 /* col (K x nb*L) from the padded chunk xp: each row is one kernel tap. */
@@ -127,8 +126,7 @@ static void CX_FN(im2col)(const cx_conv2d_geometry *g, const REAL *xp, int64_t n
     const int64_t h_out = g->h_out, w_out = g->w_out, L = h_out * w_out, NL = nb * L;
     const int64_t sh = g->stride_h, sw = g->stride_w;
     const int threads = cx_threads_for_elements((double)K * (double)NL);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < K; ++r) {
+    CX_PARALLEL_FOR(for (int64_t r = 0; r < K; ++r) {
         const int64_t c = r / khw, p = (r / g->kw) % g->kh, q = r % g->kw;
         REAL *dst = col + r * NL;
         for (int64_t b = 0; b < nb; ++b) {
@@ -152,7 +150,7 @@ static void CX_FN(im2col)(const cx_conv2d_geometry *g, const REAL *xp, int64_t n
                         dst[j] = src[j * sw];
             }
         }
-    }
+    });
 }
 
 /* The adjoint of pad_input + im2col: each (image, channel) plane of the
@@ -166,8 +164,7 @@ static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t 
     const int64_t h_out = g->h_out, w_out = g->w_out, L = h_out * w_out, NL = nb * L;
     const int64_t sh = g->stride_h, sw = g->stride_w;
     const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * (double)NL);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t bc = 0; bc < nb * cig; ++bc) {
+    CX_PARALLEL_FOR(for (int64_t bc = 0; bc < nb * cig; ++bc) {
         const int64_t b = bc / cig, c = bc % cig;
         REAL *acc = dxp + bc * Hp * Wp;
         memset(acc, 0, (size_t)(Hp * Wp) * sizeof(REAL));
@@ -200,7 +197,7 @@ static void CX_FN(col2im)(const cx_conv2d_geometry *g, const REAL *col, int64_t 
                 const int64_t r = i + g->pad_h, s = j + g->pad_w;
                 plane[i * w + j] = (r < Hp && s < Wp) ? acc[r * Wp + s] : 0;
             }
-    }
+    });
 }
 
 /* Whether this call's planes take kernels/conv_small.c's small-plane
@@ -231,9 +228,9 @@ static void CX_FN(patches)(const cx_conv2d_geometry *g, int small, const REAL *x
                        int64_t, int64_t, float *) = small == 2 ? cx_im2col_small_f32 : cx_im2col_small_avx2_f32;
         const int64_t cig = g->c_in / g->groups;
         const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-        for (int t = 0; t < threads; ++t)
+        CX_PARALLEL_FOR(for (int t = 0; t < threads; ++t) {
             kernel(g, x, xs, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, col);
+        });
         return;
     }
 #else
@@ -253,9 +250,9 @@ static void CX_FN(unpatch)(const cx_conv2d_geometry *g, int small, const REAL *c
                        float *) = small == 2 ? cx_col2im_small_f32 : cx_col2im_small_avx2_f32;
         const int64_t cig = g->c_in / g->groups;
         const int threads = cx_threads_for_elements((double)cig * g->kh * g->kw * nb * g->h_out * g->w_out);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-        for (int t = 0; t < threads; ++t)
+        CX_PARALLEL_FOR(for (int t = 0; t < threads; ++t) {
             kernel(g, col, b0, nb, c0, cig * t / threads, cig * (t + 1) / threads, dx);
+        });
         return;
     }
 #else
@@ -268,13 +265,12 @@ static void CX_FN(unpatch)(const cx_conv2d_geometry *g, int small, const REAL *c
 static void CX_FN(add_bias)(int64_t n, int64_t c_out, int64_t L, const REAL *bias, REAL *y)
 {
     const int threads = cx_threads_for_elements((double)n * c_out * L);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t bo = 0; bo < n * c_out; ++bo) {
+    CX_PARALLEL_FOR(for (int64_t bo = 0; bo < n * c_out; ++bo) {
         const REAL value = bias[bo % c_out];
         REAL *plane = y + bo * L;
         for (int64_t l = 0; l < L; ++l)
             plane[l] += value;
-    }
+    });
 }
 
 /* y[b0+b][o0+o] = tmp[o][b*L ..] + bias[o0+o]: a chunk's product rows
@@ -284,8 +280,7 @@ static void CX_FN(scatter_output)(const cx_conv2d_geometry *g, const REAL *tmp, 
 {
     const int64_t cog = g->c_out / g->groups, L = g->h_out * g->w_out, NL = nb * L;
     const int threads = cx_threads_for_elements((double)cog * NL);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t ob = 0; ob < cog * nb; ++ob) {
+    CX_PARALLEL_FOR(for (int64_t ob = 0; ob < cog * nb; ++ob) {
         const int64_t o = ob / nb, b = ob % nb;
         const REAL *src = tmp + o * NL + b * L;
         REAL *dst = y + ((b0 + b) * g->c_out + o0 + o) * L;
@@ -296,7 +291,7 @@ static void CX_FN(scatter_output)(const cx_conv2d_geometry *g, const REAL *tmp, 
         } else {
             memcpy(dst, src, (size_t)L * sizeof(REAL));
         }
-    }
+    });
 }
 
 static REAL *CX_FN(scratch)(const char *fn, int64_t elements, int *status)
@@ -386,8 +381,7 @@ static void CX_FN(bias_grad)(const cx_conv2d_geometry *g, const REAL *dy, const 
     const int64_t w_out = g->w_out, L = g->h_out * w_out;
     const int contiguous = cx_plane_contiguous(g->h_out, w_out, ds);
     const int threads = cx_threads_for_elements((double)g->n * g->c_out * L);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t o = 0; o < g->c_out; ++o) {
+    CX_PARALLEL_FOR(for (int64_t o = 0; o < g->c_out; ++o) {
         double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int64_t b = 0; b < g->n; ++b) {
             const REAL *plane = dy + b * ds[0] + o * ds[1];
@@ -404,7 +398,7 @@ static void CX_FN(bias_grad)(const cx_conv2d_geometry *g, const REAL *dy, const 
             }
         }
         dbias[o] = (REAL)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
-    }
+    });
 }
 
 /* dyc[o][b*L + l] = dy[b0 + b][o][l]: a chunk of dy as contiguous rows. */
@@ -414,8 +408,7 @@ static void CX_FN(gather_dy)(const cx_conv2d_geometry *g, const REAL *dy, const 
     const int64_t w_out = g->w_out, L = g->h_out * w_out, NL = nb * L;
     const int contiguous = cx_plane_contiguous(g->h_out, w_out, ds);
     const int threads = cx_threads_for_elements((double)g->c_out * NL);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t o = 0; o < g->c_out; ++o)
+    CX_PARALLEL_FOR(for (int64_t o = 0; o < g->c_out; ++o) {
         for (int64_t b = 0; b < nb; ++b) {
             const REAL *plane = dy + (b0 + b) * ds[0] + o * ds[1];
             REAL *dst = dyc + o * NL + b * L;
@@ -427,6 +420,7 @@ static void CX_FN(gather_dy)(const cx_conv2d_geometry *g, const REAL *dy, const 
                 for (int64_t j = 0; j < w_out; ++j)
                     dst[i * w_out + j] = plane[i * ds[2] + j * ds[3]];
         }
+    });
 }
 
 int CX_FN(cextend_conv2d_backward)(int64_t n, int64_t c_in, int64_t h, int64_t w,

@@ -226,18 +226,17 @@ static void CX_FN(max_pool_2x2)(const cx_pool2d_geometry *g, const REAL *x, cons
                      (w_out == 1 || w_out == 2 || w_out == 4 || w_out == 8);
     if (runs) {
         const int64_t per_chunk = CX_MAX_POOL_CHUNK / L, chunks = (planes + per_chunk - 1) / per_chunk;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-        for (int64_t ch = 0; ch < chunks; ++ch) {
+        CX_PARALLEL_FOR(for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t p0 = ch * per_chunk;
             planes_kernel(cx_pool_min(per_chunk, planes - p0), h_out, w_out, x + p0 * h * w, y + p0 * L,
                           indices ? indices + p0 * L : NULL);
-        }
+        });
         return;
     }
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc)
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         plane_kernel(x + (pc / c) * xs[0] + (pc % c) * xs[1], xs[2], w, h_out, w_out, y + pc * L,
                      indices ? indices + pc * L : NULL);
+    });
 }
 
 int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w, int64_t h_out, int64_t w_out,
@@ -262,8 +261,7 @@ int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
         CX_FN(max_pool_2x2)(&g, x, xs, y, indices, threads);
         return CEXTEND_OK;
     }
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         const REAL *plane = x + (pc / c) * xs[0] + (pc % c) * xs[1];
         REAL *out = y + pc * L;
         int64_t *idx = indices ? indices + pc * L : NULL;
@@ -292,7 +290,7 @@ int CX_FN(cextend_max_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
                     idx[oh * w_out + ow] = best;
             }
         }
-    }
+    });
     return CEXTEND_OK;
 }
 
@@ -310,8 +308,7 @@ int CX_FN(cextend_max_pool2d_backward)(int64_t n, int64_t c, int64_t h, int64_t 
         return CEXTEND_OK;
     const int64_t *ds = dy_strides;
     const int threads = cx_threads_for_elements((double)planes * (L + size));
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         REAL *plane = dx + pc * size;
         for (int64_t e = 0; e < size; ++e)
             plane[e] = 0;
@@ -325,7 +322,7 @@ int CX_FN(cextend_max_pool2d_backward)(int64_t n, int64_t c, int64_t h, int64_t 
                 if (at >= 0 && at < size)
                     plane[at] += grad[oh * ds[2] + ow * ds[3]];
             }
-    }
+    });
     return CEXTEND_OK;
 }
 
@@ -345,8 +342,7 @@ int CX_FN(cextend_avg_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
         return CEXTEND_OK;
     const int64_t *xs = x_strides;
     const int threads = cx_threads_for_elements((double)planes * L * kh * kw);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         const REAL *plane = x + (pc / c) * xs[0] + (pc % c) * xs[1];
         REAL *out = y + pc * L;
         for (int64_t oh = 0; oh < h_out; ++oh)
@@ -362,7 +358,7 @@ int CX_FN(cextend_avg_pool2d_forward)(int64_t n, int64_t c, int64_t h, int64_t w
                         sum += plane[ih * xs[2] + iw * xs[3]];
                 out[oh * w_out + ow] = (REAL)(sum / win.divisor);
             }
-    }
+    });
     return CEXTEND_OK;
 }
 
@@ -382,8 +378,7 @@ int CX_FN(cextend_avg_pool2d_backward)(int64_t n, int64_t c, int64_t h, int64_t 
         return CEXTEND_OK;
     const int64_t *ds = dy_strides;
     const int threads = cx_threads_for_elements((double)planes * (L * kh * kw + size));
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         REAL *plane = dx + pc * size;
         for (int64_t e = 0; e < size; ++e)
             plane[e] = 0;
@@ -400,7 +395,7 @@ int CX_FN(cextend_avg_pool2d_backward)(int64_t n, int64_t c, int64_t h, int64_t 
                     for (int64_t iw = win.w0; iw < win.w1; ++iw)
                         plane[ih * w + iw] += share;
             }
-    }
+    });
     return CEXTEND_OK;
 }
 
@@ -416,8 +411,7 @@ int CX_FN(cextend_adaptive_avg_pool2d_forward)(int64_t n, int64_t c, int64_t h, 
         return CEXTEND_OK;
     const int64_t *xs = x_strides;
     const int threads = cx_threads_for_elements((double)planes * (L + h * w));
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         const REAL *plane = x + (pc / c) * xs[0] + (pc % c) * xs[1];
         REAL *out = y + pc * L;
         for (int64_t oh = 0; oh < h_out; ++oh) {
@@ -431,7 +425,7 @@ int CX_FN(cextend_adaptive_avg_pool2d_forward)(int64_t n, int64_t c, int64_t h, 
                 out[oh * w_out + ow] = (REAL)(sum / (double)((h1 - h0) * (w1 - w0)));
             }
         }
-    }
+    });
     return CEXTEND_OK;
 }
 
@@ -447,8 +441,7 @@ int CX_FN(cextend_adaptive_avg_pool2d_backward)(int64_t n, int64_t c, int64_t h,
         return CEXTEND_OK;
     const int64_t *ds = dy_strides;
     const int threads = cx_threads_for_elements((double)planes * (L + size));
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t pc = 0; pc < planes; ++pc) {
+    CX_PARALLEL_FOR(for (int64_t pc = 0; pc < planes; ++pc) {
         REAL *plane = dx + pc * size;
         for (int64_t e = 0; e < size; ++e)
             plane[e] = 0;
@@ -465,6 +458,6 @@ int CX_FN(cextend_adaptive_avg_pool2d_backward)(int64_t n, int64_t c, int64_t h,
                         plane[ih * w + iw] += share;
             }
         }
-    }
+    });
     return CEXTEND_OK;
 }

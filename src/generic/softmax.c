@@ -196,9 +196,9 @@ int CX_FN(cextend_softmax_rows)(int64_t rows, int64_t cols, const REAL *x, REAL 
         return CEXTEND_OK;
     void (*row)(const REAL *, REAL *, int64_t, int) = CX_FN_FOR_ISA(softmax_row);
     const int threads = cx_threads_for_elements(3.0 * (double)count);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < rows; ++r)
+    CX_PARALLEL_FOR(for (int64_t r = 0; r < rows; ++r) {
         row(x + r * cols, out + r * cols, cols, log_softmax);
+    });
     return CEXTEND_OK;
 }
 
@@ -217,9 +217,9 @@ int CX_FN(cextend_softmax_backward_rows)(int64_t rows, int64_t cols, const REAL 
         return cx_illegal(fn, 6, "log_softmax", "must be 0 or 1, got %d", log_softmax);
     void (*row)(const REAL *, const REAL *, REAL *, int64_t, int) = CX_FN_FOR_ISA(softmax_backward_row);
     const int threads = cx_threads_for_elements(3.0 * (double)count);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < rows; ++r)
+    CX_PARALLEL_FOR(for (int64_t r = 0; r < rows; ++r) {
         row(grad_out + r * cols, result + r * cols, grad_x + r * cols, cols, log_softmax);
+    });
     return CEXTEND_OK;
 }
 
