@@ -274,3 +274,20 @@ def test_add_with_alpha_rounds_once_on_every_layout(dtype):
     target = np.asfortranarray(a.copy())
     F.add_(target, b, alpha=0.3)
     np.testing.assert_array_equal(bits(target), bits(expected))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tensor_relu_gives_numpys_bits_and_gradient_on_every_layout(dtype):
+    """Tensor.relu hands a contiguous float array straight to the kernel and
+    any other layout to numpy's formula: values, layout and gradient agree."""
+    rng = np.random.default_rng(11)
+    base = sample(rng, dtype, 6 * 35).reshape(6, 35)
+    for view in (base, base.T, base[:, 1::3], base[:0]):
+        x = cx.from_numpy(view).requires_grad_()        # the view's own strides
+        y = x.relu()
+        expected = np.where(view < 0, dtype(0), view)
+        assert y.dtype == x.dtype and y.shape == x.shape
+        np.testing.assert_array_equal(bits(y.detach().numpy()), bits(expected))
+        g = sample(rng, dtype, view.size).reshape(view.shape)
+        y.backward(cx.from_numpy(g))
+        np.testing.assert_array_equal(bits(x.grad.numpy()), bits(np.where(expected <= 0, dtype(0), g)))

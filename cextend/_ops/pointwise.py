@@ -41,8 +41,11 @@ class Unary:
     """An elementwise op of one tensor: forward, in-place and out= forms."""
 
     def __init__(self, name, compute, backward=None, saves=(), float_result=True, integer_ok=True,
-                 inplace_differentiable=True, reject=None):
+                 inplace_differentiable=True, reject=None, host_kernel=None):
         self.name = name
+        # host_kernel(array): compute's C kernel for a C-contiguous float array, or None where
+        # it does not take one; it sets no numpy error state and records its own capture.
+        self.host_kernel = host_kernel
         self.reject = reject or {}          # dtype kind -> (exception class, message)
         self.inplace_node = None if inplace_differentiable else rec.not_implemented(
             _camel(name) + "Backward", "the derivative for 'inplace version of %s' is not implemented." % name,
@@ -80,12 +83,17 @@ class Unary:
 
     def __call__(self, input, out=None):
         array = getattr(input, "_data", None)
+        data = None
         if out is None and type(array) is np.ndarray and array.dtype.kind == "f" and "f" not in self.reject:
             x, dt = input, array.dtype        # a float tensor keeps its dtype: self.dtype's answer
+            if self.host_kernel is not None:
+                # run's steps, each a no-op here: the kernel's result is contiguous and of x's dtype
+                data = self.host_kernel(array)
         else:
             x = require_tensor(input, self.name)
             dt = self.dtype(x)
-        data = self.run(x, dt)
+        if data is None:
+            data = self.run(x, dt)
         if out is not None:
             _out.check_out(out, self.name, x)
             # Ops that keep the input's dtype (abs, round, sign, ...) are
@@ -125,8 +133,9 @@ def _camel(name):
 
 def _unary(name, compute, backward=None, saves=(), samples=None, inplace=True, aliases=(),
            float_result=True, gradcheck=True, gradgradcheck=True, integer_ok=True,
-           inplace_differentiable=True, reject=None, takes_out=True, **info):
-    op = Unary(name, compute, backward, saves, float_result, integer_ok, inplace_differentiable, reject)
+           inplace_differentiable=True, reject=None, takes_out=True, host_kernel=None, **info):
+    op = Unary(name, compute, backward, saves, float_result, integer_ok, inplace_differentiable, reject,
+               host_kernel)
 
     if takes_out:
         def function(input, *, out=None):
@@ -358,7 +367,7 @@ _ThresholdBackwardBackward = rec.masked_backward_node("ThresholdBackwardBackward
 
 
 relu = _unary("relu", _relu, _relu_backward, ("result",), float_result=False, integer_inputs=True, takes_out=False,
-              reject={"b": (RuntimeError, "Boolean inputs not supported for relu")})
+              reject={"b": (RuntimeError, "Boolean inputs not supported for relu")}, host_kernel=_backend.relu)
 
 
 def _erf_backward(node, g, x):
