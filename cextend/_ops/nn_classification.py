@@ -120,6 +120,10 @@ class _RowPicks:
     def gather(self, data):
         if not _backend.nll_rows_supported(data, self.target, self.weight, self.ignore_index):
             return self._numpy().gather(data)
+        return self.gather_rows(data)
+
+    def gather_rows(self, data):
+        """gather on operands the kernel takes (nll_rows_supported, checked by the caller)."""
         loss, total, bad = _backend.nll_forward(data, self.target, self.weight, self.ignore_index,
                                                 self.reduction)
         if bad >= 0:
@@ -155,7 +159,12 @@ def _saved_or_none(t):
 
 
 def nll_gather(x, picks, target=None, weight=None):
-    result = _wrap(quietly(picks.gather, x._data))
+    return _recorded_nll(x, quietly(picks.gather, x._data), picks, target, weight)
+
+
+def _recorded_nll(x, loss, picks, target, weight):
+    """loss (nll_loss's values, from picks) as a Tensor, recorded as x's nll_loss."""
+    result = _wrap(loss)
     if rec.needs_grad(x):
         node = rec.record(_NllLossNode, (x,), result)
         node.picks = picks
@@ -302,8 +311,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = reduction_arg(size_average, reduce, reduction)
     if weight is None and not label_smoothing and _rows_of_classes(x._data, t._data, ignore_index):
         # A classifier's batch: the general path's two ops without their dispatch and checks.
-        return nll_gather(log_softmax_rows(x), _RowPicks(x._data.shape, t._data, None, ignore_index, reduction),
-                          t, None)
+        # log_softmax's result is a new C-contiguous array of x's dtype and shape: the nll
+        # kernel takes it as it takes x, and it sets no numpy error state.
+        picks = _RowPicks(x._data.shape, t._data, None, ignore_index, reduction)
+        log_probabilities = log_softmax_rows(x)
+        return _recorded_nll(log_probabilities, picks.gather_rows(log_probabilities._data), picks, t, None)
     class_dim = 0 if x._data.ndim == 1 else 1
     if x._data.shape == t._data.shape:
         if t._data.dtype.kind != "f":
