@@ -1,4 +1,6 @@
 """The backward engine and Function semantics."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -744,3 +746,44 @@ def test_a_builtin_node_applied_by_hand():
     assert type(out) is tuple and len(out) == 1
     np.testing.assert_allclose(out[0].detach().numpy(), np.exp([1.0, -2.0, 3.0]), rtol=1e-6)
     assert out[0].requires_grad          # applied with grad mode on: the gradient has history
+
+
+# -- tensor._wrap in C (cextend._engine.wrap) ----------------------------------------------
+
+_WRAP_SLOTS = ("_requires_grad", "_grad_fn", "_output_nr", "_version_counter", "_base")
+
+
+def test_wrap_in_c_sets_what_the_python_definition_sets():
+    tensor = importlib.import_module("cextend.tensor")      # (cextend.tensor is also the factory)
+    assert tensor._wrap is not tensor._python_wrap          # the compiled one is in use
+    for array in (np.arange(6.0).reshape(2, 3), np.zeros(0, np.float32), np.array(3, np.int64)):
+        ours, reference = tensor._wrap(array), tensor._python_wrap(array)
+        assert type(ours) is cx.Tensor and ours._data is array
+        assert [getattr(ours, s) for s in _WRAP_SLOTS] == [getattr(reference, s) for s in _WRAP_SLOTS]
+        assert not ours.requires_grad and ours.is_leaf and ours.grad is None
+    first, second = tensor._wrap(np.ones(2)), tensor._wrap(np.ones(2))
+    assert first._version_counter is not second._version_counter     # each tensor its own counter
+    first.add_(1)
+    assert first._version == 1 and second._version == 0
+
+
+def test_wrap_in_c_hands_other_calls_to_the_python_definition():
+    tensor = importlib.import_module("cextend.tensor")      # (cextend.tensor is also the factory)
+    leaf = tensor._wrap(np.ones(3), requires_grad=True)
+    assert leaf.requires_grad and leaf.is_leaf
+    listed = tensor._wrap([1.5, 2.5])                        # not an array: np.asarray, as the definition does
+    assert type(listed._data) is np.ndarray and listed.tolist() == [1.5, 2.5]
+    with pytest.raises(TypeError):
+        tensor._wrap()
+
+
+def test_wrap_in_c_keeps_no_reference_of_its_own():
+    import sys
+
+    tensor = importlib.import_module("cextend.tensor")      # (cextend.tensor is also the factory)
+    array = np.ones(4)
+    before = sys.getrefcount(array)
+    tensors = [tensor._wrap(array) for _ in range(100)]
+    assert sys.getrefcount(array) == before + 100
+    del tensors
+    assert sys.getrefcount(array) == before

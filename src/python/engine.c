@@ -24,6 +24,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>    /* T_OBJECT_EX: Tensor's slots, which wrap() sets */
 
 /* engine.py's helpers and types, set by configure_backward(). */
 static PyObject *accumulate_grad_type;  /* AccumulateGrad */
@@ -903,7 +904,113 @@ static PyObject *configure_backward(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* -- wrap(): tensor._wrap for a plain array ------------------------------------------------ */
+
+/* Tensor's slots as tensor._wrap sets them, in this order; their offsets in the object. */
+enum { WRAP_DATA, WRAP_REQUIRES_GRAD, WRAP_GRAD_FN, WRAP_OUTPUT_NR, WRAP_VERSION, WRAP_BASE, WRAP_SLOTS };
+static const char *const wrap_slot_names[WRAP_SLOTS] = {"_data", "_requires_grad", "_grad_fn", "_output_nr",
+                                                        "_version_counter", "_base"};
+static Py_ssize_t wrap_offsets[WRAP_SLOTS];
+static PyTypeObject *wrap_tensor_type;   /* Tensor */
+static PyObject *wrap_array_types;       /* (np.ndarray, DeviceArray) */
+static PyObject *wrap_capture_module;    /* cextend._capture: its _active is None unless capturing */
+static PyObject *wrap_python;            /* tensor._wrap, the definition: every other case */
+static PyObject *s_active;
+
+PyDoc_STRVAR(configure_wrap_doc,
+"configure_wrap(Tensor, array_types, capture_module, python_wrap)\n\n"
+"Tensor's slot layout and the Python _wrap that wrap() stands in for (tensor.py calls this once).");
+
+static PyObject *configure_wrap(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tensor, *array_types, *capture_module, *python;
+    if (!PyArg_ParseTuple(args, "O!O!OO:configure_wrap", &PyType_Type, &tensor, &PyTuple_Type, &array_types,
+                          &capture_module, &python))
+        return NULL;
+    Py_ssize_t offsets[WRAP_SLOTS];
+    for (int i = 0; i < WRAP_SLOTS; ++i) {
+        /* Each must be a slot of Tensor's own (a member descriptor holding an object). */
+        PyObject *descr = PyObject_GetAttrString(tensor, wrap_slot_names[i]);
+        if (!descr)
+            return NULL;
+        const int is_slot = Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                            ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        if (is_slot)
+            offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!is_slot)
+            return PyErr_Format(PyExc_TypeError, "configure_wrap: Tensor.%s is not a slot", wrap_slot_names[i]);
+    }
+    memcpy(wrap_offsets, offsets, sizeof offsets);
+    Py_INCREF(tensor);
+    Py_XSETREF(wrap_tensor_type, (PyTypeObject *)tensor);
+    Py_INCREF(array_types);
+    Py_XSETREF(wrap_array_types, array_types);
+    Py_INCREF(capture_module);
+    Py_XSETREF(wrap_capture_module, capture_module);
+    Py_INCREF(python);
+    Py_XSETREF(wrap_python, python);
+    Py_RETURN_NONE;
+}
+
+static int capturing(void)
+{
+    PyObject *active = PyObject_GetAttr(wrap_capture_module, s_active);
+    if (!active)
+        return -1;
+    const int on = active != Py_None;
+    Py_DECREF(active);
+    return on;
+}
+
+PyDoc_STRVAR(wrap_doc,
+"wrap(array, requires_grad=False)\n\n"
+"tensor._wrap: a Tensor around array, no copy, no checks.  A numpy or device array, outside a\n"
+"capture, with requires_grad left out, is set up here; anything else calls the Python definition.");
+
+static PyObject *wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
+{
+    (void)self;
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!wrap_tensor_type)
+        return PyErr_Format(PyExc_RuntimeError, "wrap: configure_wrap() has not run");
+    int plain = nargs == 1 && !kwnames;
+    if (plain) {
+        PyObject *kind = (PyObject *)Py_TYPE(args[0]);
+        plain = kind == PyTuple_GET_ITEM(wrap_array_types, 0) || kind == PyTuple_GET_ITEM(wrap_array_types, 1);
+    }
+    if (plain) {
+        const int on = capturing();
+        if (on < 0)
+            return NULL;
+        plain = !on;
+    }
+    if (!plain)
+        return PyObject_Vectorcall(wrap_python, args, nargsf, kwnames);
+
+    PyObject *version = PyList_New(1);
+    if (!version)
+        return NULL;
+    Py_INCREF(s_zero);
+    PyList_SET_ITEM(version, 0, s_zero);
+    PyObject *t = wrap_tensor_type->tp_alloc(wrap_tensor_type, 0);
+    if (!t) {
+        Py_DECREF(version);
+        return NULL;
+    }
+    PyObject *values[WRAP_SLOTS] = {args[0], Py_False, Py_None, s_zero, version, Py_None};
+    for (int i = 0; i < WRAP_SLOTS; ++i) {
+        if (i != WRAP_VERSION)
+            Py_INCREF(values[i]);        /* the new list's one reference passes to the slot */
+        *(PyObject **)((char *)t + wrap_offsets[i]) = values[i];
+    }
+    return t;
+}
+
 static PyMethodDef methods[] = {
+    {"configure_wrap", configure_wrap, METH_VARARGS, configure_wrap_doc},
+    {"wrap", (PyCFunction)(void (*)(void))wrap, METH_FASTCALL | METH_KEYWORDS, wrap_doc},
     {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
     {"configure_backward", configure_backward, METH_VARARGS, configure_backward_doc},
     {"record", record, METH_VARARGS, record_doc},
@@ -932,6 +1039,7 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_base, "_base"}, {&s_requires_grad, "_requires_grad"}, {&s_grad_fn, "_grad_fn"},
         {&s_output_nr, "_output_nr"}, {&s_accumulator, "_accumulator"}, {&s_saved, "_saved"},
         {&s_multi_output, "multi_output"}, {&s_kind, "kind"}, {&s_unpack, "unpack"}, {&s_backward, "backward"},
+        {&s_active, "_active"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
