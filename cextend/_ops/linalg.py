@@ -496,28 +496,33 @@ def _scalar_name(t):
 
 def linear(input, weight, bias=None):
     """input (*, K) . weight^T (M, K) + bias (M,) -> (*, M), on cextend's C kernels."""
-    x = require_tensor(input, "linear")
-    w = require_tensor(weight, "linear", "weight")
-    b = None if bias is None else require_tensor(bias, "linear", "bias")
-    _check_linear(x, w, b)
-    if x._data.dtype.kind == "V":       # bfloat16: computed in float32, rounded once (no wrapper: hot path)
+    x, w, b = input, weight, bias
+    xd, wd = getattr(x, "_data", None), getattr(w, "_data", None)
+    bd = None if b is None else getattr(b, "_data", None)
+    if xd is None or wd is None or (bd is None and b is not None):
+        require_tensor(x, "linear")
+        require_tensor(w, "linear", "weight")
+        require_tensor(b, "linear", "bias")
+    dt = xd.dtype
+    # A layer's operands pass this at once; _check_linear finds what is wrong with the others
+    # (torch's messages) or accepts them (a 1-D weight, a bias of shape (1,) or ()).
+    if not (wd.ndim == 2 and xd.ndim and wd.dtype == dt and xd.shape[-1] == wd.shape[1]
+            and (bd is None or (bd.dtype == dt and bd.shape == (wd.shape[0],)))):
+        _check_linear(x, w, b)
+    if dt.kind == "V":       # bfloat16: computed in float32, rounded once (no wrapper: hot path)
         return bfloat16.in_float32(linear, "linear", (x, w, b), {})
-    if x._data.dtype.kind == "b" and w._data.ndim == 2:
+    if dt.kind == "b" and wd.ndim == 2:
         _check_same_dtype(x, w, "linear")      # torch's addmm has no bool kernel
-    if type(x._data) is np.ndarray and type(w._data) is np.ndarray and (b is None or type(b._data) is np.ndarray):
+    if type(xd) is np.ndarray and type(wd) is np.ndarray and (bd is None or type(bd) is np.ndarray):
         kernels = ops        # all on the host: LINEAR.on's answer, without its keyword dict
     else:
         kernels = LINEAR.on(input=x, weight=w, bias=b)
-    if w._data.ndim == 1:
+    if wd.ndim == 1:
         out = matmul(x, w)
         return out + b if b is not None else out
-    xd, wd = x._data, w._data
-    bd = None
-    if b is not None:
-        bd = b._data
-        if bd.shape != (wd.shape[0],):
-            bd = np.ascontiguousarray(np.broadcast_to(bd, (wd.shape[0],)))
-    if xd.dtype in _FLOATS:
+    if bd is not None and bd.shape != (wd.shape[0],):
+        bd = np.ascontiguousarray(np.broadcast_to(bd, (wd.shape[0],)))
+    if dt in _FLOATS:
         data = kernels.linear_forward(xd, wd, bd)
     else:
         data = np.matmul(xd, wd.T)
