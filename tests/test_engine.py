@@ -787,3 +787,70 @@ def test_wrap_in_c_keeps_no_reference_of_its_own():
     assert sys.getrefcount(array) == before + 100
     del tensors
     assert sys.getrefcount(array) == before
+
+
+def test_the_loop_takes_a_leafs_first_gradient_itself_as_accumulate_into_would(monkeypatch):
+    """A step's first gradient into a leaf whose grad lock exists is set as .grad by the
+    compiled loop: the engine's own array, no copy, the bits Python's AccumulateGrad.apply
+    gives.  Every other case (no lock yet, a .grad already there, create_graph) still runs
+    accumulate_into."""
+    from cextend import _engine, _grad_state
+    from cextend.autograd import graph
+    calls = []
+    original = graph.accumulate_into
+
+    def spy(tensor, g, unseen=False):
+        calls.append(unseen)
+        return original(tensor, g, unseen)
+
+    monkeypatch.setattr(graph, "accumulate_into", spy)
+    model, loss = _graph_of_a_small_model()
+    loss.backward()                     # each leaf's first accumulation ever makes its lock
+    assert calls == [True] * 4
+    params = list(model.parameters())
+    expected = [p.grad.numpy().copy() for p in params]
+
+    def step(create_graph=False):
+        """One backward of the model's loss; the ids of the arrays its Addmm nodes hand on."""
+        handed = set()
+        loss = model(cx.tensor(np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32))).sum()
+        stack = [loss.grad_fn]
+        while stack:
+            node = stack.pop()
+            if type(node).__name__ == "AddmmBackward0":
+                node.register_hook(lambda inputs, outputs: handed.update(id(g._data) for g in inputs
+                                                                         if g is not None))
+            stack.extend(n for n, _ in node.next_functions if n is not None)
+        loss.backward(create_graph=create_graph)
+        return handed
+
+    for p in params:
+        p.grad = None
+    calls.clear()
+    handed = step()
+    assert calls == []                                      # the loop set every .grad itself
+    for p, want in zip(params, expected):
+        np.testing.assert_array_equal(p.grad.numpy(), want)
+        assert id(p.grad._data) in handed                   # the engine's array, not a copy
+        assert p.grad.grad_fn is None and not p.grad.requires_grad
+    step()                                                  # .grad already there: added in Python
+    assert len(calls) == 4
+    for p, want in zip(params, expected):
+        np.testing.assert_array_equal(p.grad.numpy(), want + want)
+
+    for p in params:
+        p.grad = None
+    calls.clear()
+    step(create_graph=True)                                 # grad mode on: .grad is a recorded clone
+    assert len(calls) == 4
+    for p in params:
+        p.grad = None
+    calls.clear()
+    _engine.configure_leaves(None, _grad_state._state)      # the compiled case switched off
+    try:
+        step()
+    finally:
+        _engine.configure_leaves(graph.AccumulateGrad.apply, _grad_state._state)
+    assert calls == [True] * 4
+    for p, want in zip(params, expected):
+        np.testing.assert_array_equal(p.grad.numpy(), want)

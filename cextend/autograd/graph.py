@@ -24,7 +24,7 @@ from cextend import _bfloat16
 from cextend._fpe import quietly
 from cextend._overlap import check_not_self_overlapping, non_overlapping_and_dense
 
-from cextend import _capture
+from cextend import _capture, _engine, _grad_state
 from cextend._grad_state import _set_enabled, is_grad_enabled
 from cextend.utils.hooks import ListHookHandle
 from cextend.tensor import Tensor, _wrap
@@ -287,6 +287,10 @@ def _references_of_engine_only_gradient():
 
 
 _ENGINE_ONLY_REFERENCES = _references_of_engine_only_gradient()
+
+# The backward loop (src/python/engine.c) runs apply's most common case itself while
+# AccumulateGrad keeps this apply: a leaf's first gradient of a step, taken uncopied.
+_engine.configure_leaves(AccumulateGrad.apply, _grad_state._state)
 
 
 def _obeying_layout_contract(grad, variable):

@@ -576,9 +576,19 @@ static PyObject *builtin_apply(PyObject *self, PyObject *const *args, Py_ssize_t
     return apply_builtin(args[0], args[1]);
 }
 
-/* node.apply(grads), through apply_builtin when node's class keeps BuiltinNode's apply. */
+static int accumulate_leaf_quickly(PyObject *node, PyObject *grads);
+
+/* node.apply(grads), through apply_builtin when node's class keeps BuiltinNode's apply, and
+ * AccumulateGrad's common case here. */
 static PyObject *apply_node(PyObject *node, PyObject *grads)
 {
+    if ((PyObject *)Py_TYPE(node) == accumulate_grad_type) {
+        const int done = accumulate_leaf_quickly(node, grads);
+        if (done < 0)
+            return NULL;
+        if (done)
+            return PyTuple_New(0);      /* AccumulateGrad.apply's () */
+    }
     if (builtin_node_type && PyObject_TypeCheck(node, (PyTypeObject *)builtin_node_type)) {
         PyObject *apply = PyObject_GetAttr((PyObject *)Py_TYPE(node), s_apply);
         if (!apply)
@@ -954,6 +964,8 @@ static PyObject *configure_wrap(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *new_tensor(PyObject *array);
+
 static int capturing(void)
 {
     PyObject *active = PyObject_GetAttr(wrap_capture_module, s_active);
@@ -988,7 +1000,12 @@ static PyObject *wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, 
     }
     if (!plain)
         return PyObject_Vectorcall(wrap_python, args, nargsf, kwnames);
+    return new_tensor(args[0]);
+}
 
+/* _wrap(array)'s Tensor, for a numpy or device array (a new reference). */
+static PyObject *new_tensor(PyObject *array)
+{
     PyObject *version = PyList_New(1);
     if (!version)
         return NULL;
@@ -999,7 +1016,7 @@ static PyObject *wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, 
         Py_DECREF(version);
         return NULL;
     }
-    PyObject *values[WRAP_SLOTS] = {args[0], Py_False, Py_None, s_zero, version, Py_None};
+    PyObject *values[WRAP_SLOTS] = {array, Py_False, Py_None, s_zero, version, Py_None};
     for (int i = 0; i < WRAP_SLOTS; ++i) {
         if (i != WRAP_VERSION)
             Py_INCREF(values[i]);        /* the new list's one reference passes to the slot */
@@ -1008,7 +1025,138 @@ static PyObject *wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, 
     return t;
 }
 
+/* -- AccumulateGrad.apply's common case ------------------------------------------------------ */
+
+static PyObject *leaf_apply;        /* AccumulateGrad.apply, as graph.py defines it */
+static PyObject *grad_state;        /* _grad_state._state: its enabled is this thread's grad mode */
+static PyObject *s_enabled, *s_grad, *s_post_accumulate_hooks, *s_dict, *s_grad_lock, *s_acquire, *s_release_lock,
+                *s_array_base;
+
+PyDoc_STRVAR(configure_leaves_doc,
+"configure_leaves(apply, grad_state)\n\n"
+"AccumulateGrad.apply, which the loop's leaf path stands in for while a class keeps it, and the\n"
+"thread's grad mode (graph.py calls this once).");
+
+static PyObject *configure_leaves(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *apply, *state;
+    if (!PyArg_ParseTuple(args, "OO:configure_leaves", &apply, &state))
+        return NULL;
+    Py_INCREF(apply);
+    Py_XSETREF(leaf_apply, apply);
+    Py_INCREF(state);
+    Py_XSETREF(grad_state, state);
+    Py_RETURN_NONE;
+}
+
+/* Whether array is a numpy array with these buffer properties (PyBUF_* flags): asking for its
+ * buffer is how C learns them without numpy's headers.  A refusal, whatever its reason, is a
+ * no: the caller then leaves the case to Python. */
+static int array_has(PyObject *array, int flags)
+{
+    if ((PyObject *)Py_TYPE(array) != PyTuple_GET_ITEM(wrap_array_types, 0))
+        return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(array, &view, flags) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyBuffer_Release(&view);
+    return 1;
+}
+
+/* A truth read off obj.name: 1, 0, or -1 on an error. */
+static int attr_is(PyObject *obj, PyObject *name, PyObject *value)
+{
+    PyObject *found = PyObject_GetAttr(obj, name);
+    if (!found)
+        return -1;
+    const int same = found == value;
+    Py_DECREF(found);
+    return same;
+}
+
+/*
+ * graph.AccumulateGrad.apply for the first gradient of a training step's leaf: the leaf
+ * requires grad, has no history, no post-accumulate hooks and no .grad yet; grad mode is off
+ * and no capture runs; the gradient is a Tensor only the engine's list holds, around a
+ * writable C-contiguous array of its own that nothing else holds, and the leaf's array is
+ * C-contiguous (the layout contract asks nothing more).  Then, as accumulate_into does under
+ * the leaf's grad lock, .grad becomes a new Tensor around that array: no copy.  Returns 1 when
+ * done, 0 when apply must run in Python (nothing was changed), -1 on an error.
+ */
+static int accumulate_leaf_quickly(PyObject *node, PyObject *grads)
+{
+    if (!leaf_apply || !wrap_tensor_type || !PyList_CheckExact(grads) || PyList_GET_SIZE(grads) != 1)
+        return 0;
+    PyObject *grad = PyList_GET_ITEM(grads, 0);
+    if (Py_TYPE(grad) != wrap_tensor_type || Py_REFCNT(grad) != 1)
+        return 0;
+    PyObject *data = *(PyObject **)((char *)grad + wrap_offsets[WRAP_DATA]);     /* borrowed */
+    if (!data || Py_REFCNT(data) != 1)
+        return 0;
+    PyObject *apply = PyObject_GetAttr((PyObject *)Py_TYPE(node), s_apply);
+    if (!apply)
+        return -1;
+    Py_DECREF(apply);
+    if (apply != leaf_apply)
+        return 0;
+    int st;
+    if ((st = capturing()) != 0 || (st = attr_true(grad_state, s_enabled)) != 0)
+        return st < 0 ? -1 : 0;
+    if ((st = array_has(data, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) <= 0 ||    /* a numpy array first */
+        (st = attr_is(data, s_array_base, Py_None)) <= 0)
+        return st;
+    PyObject *variable = PyObject_GetAttr(node, s_variable);
+    if (!variable)
+        return -1;
+    PyObject *lock = NULL, *dict = NULL, *own = NULL;
+    int done = 0;
+    if ((st = attr_true(variable, s_requires_grad)) <= 0 || (st = attr_is(variable, s_grad_fn, Py_None)) <= 0 ||
+        (st = attr_true(variable, s_post_accumulate_hooks)) != 0 || (st = attr_is(variable, s_grad, Py_None)) <= 0)
+        goto out;       /* apply's other branches (it raises for a history) */
+    if (!(own = PyObject_GetAttr(variable, s_data)) || (st = array_has(own, PyBUF_C_CONTIGUOUS)) <= 0)
+        goto out;
+    /* grad_lock(variable): made by the Python path on a leaf's first accumulation */
+    if (!(dict = PyObject_GetAttr(variable, s_dict)))
+        goto out;
+    lock = PyDict_GetItemWithError(dict, s_grad_lock);
+    if (!lock) {
+        st = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    Py_INCREF(lock);
+    PyObject *held = PyObject_CallMethodNoArgs(lock, s_acquire);
+    if (!held) {
+        st = -1;
+        goto out;
+    }
+    Py_DECREF(held);
+    st = attr_is(variable, s_grad, Py_None);   /* again, under the lock */
+    if (st > 0) {
+        PyObject *t = new_tensor(data);
+        if (!t || PyObject_SetAttr(variable, s_grad, t) < 0)
+            st = -1;
+        Py_XDECREF(t);
+        done = st > 0;
+    }
+    PyObject *released = PyObject_CallMethodNoArgs(lock, s_release_lock);
+    if (!released)
+        st = -1;
+    Py_XDECREF(released);
+out:
+    Py_XDECREF(lock);
+    Py_XDECREF(dict);
+    Py_XDECREF(own);
+    Py_DECREF(variable);
+    if (st < 0)
+        return -1;
+    return done;
+}
+
 static PyMethodDef methods[] = {
+    {"configure_leaves", configure_leaves, METH_VARARGS, configure_leaves_doc},
     {"configure_wrap", configure_wrap, METH_VARARGS, configure_wrap_doc},
     {"wrap", (PyCFunction)(void (*)(void))wrap, METH_FASTCALL | METH_KEYWORDS, wrap_doc},
     {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
@@ -1039,7 +1187,9 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_base, "_base"}, {&s_requires_grad, "_requires_grad"}, {&s_grad_fn, "_grad_fn"},
         {&s_output_nr, "_output_nr"}, {&s_accumulator, "_accumulator"}, {&s_saved, "_saved"},
         {&s_multi_output, "multi_output"}, {&s_kind, "kind"}, {&s_unpack, "unpack"}, {&s_backward, "backward"},
-        {&s_active, "_active"},
+        {&s_active, "_active"}, {&s_enabled, "enabled"}, {&s_grad, "_grad"},
+        {&s_post_accumulate_hooks, "_post_accumulate_hooks"}, {&s_dict, "__dict__"}, {&s_grad_lock, "_grad_lock"},
+        {&s_acquire, "acquire"}, {&s_release_lock, "release"}, {&s_array_base, "base"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
