@@ -80,9 +80,19 @@ def autograd_checks(record):
     return out
 
 
+def same_machine(a, b):
+    """Whether two runs' records describe one machine (its processor and CPU flags)."""
+    return a.get("machine", {}).get("processor") == b.get("machine", {}).get("processor") and \
+        a.get("cpu_flags") == b.get("cpu_flags")
+
+
 def checks():
-    """[(target, what, value or None, goal)] for every target the saved runs measured."""
+    """[(target, what, value or None, goal)] for every target the saved runs measured.  The
+    AVX2 pairing counts only when it ran on results.json's machine: a file left by a run on
+    another CPU (an AVX-512 one, before a run on an AVX2-only one) is not this run's."""
     native, avx2, autograd = _load("results.json"), _load("results_avx2.json"), _load("autograd_results.json")
+    if native is not None and avx2 is not None and not same_machine(native, avx2):
+        avx2 = None
     out = gemm_checks(native, "native") + gemm_checks(avx2, "avx2") + autograd_checks(autograd)
     return out
 

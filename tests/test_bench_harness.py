@@ -107,3 +107,20 @@ def test_training_targets_read_every_saved_run(tmp_path, monkeypatch):
     assert rows["CNN demo epoch vs torch"] == (None, 1.2)           # not measured: said so
     assert rows["live blocks of a training step"] == (0.1, 0.5)
     assert "| 3 | elementwise chain" in training_targets.markdown(training_targets.checks())
+
+
+def test_training_targets_leave_out_a_pairing_run_from_another_machine(tmp_path, monkeypatch):
+    """results_avx2.json left by a run on an AVX-512 machine is not the AVX2-only machine's
+    run: only results.json's rows count then."""
+    import training_targets
+
+    def record(processor, flags, ratio):
+        return {"machine": {"processor": processor}, "cpu_flags": flags, "ours": {"isa": "avx2"}, "results": [
+            {"suite": "gemm", "name": "linear_forward", "dtype": "float32", "threads": 1, "shape": list(shape),
+             "numpy_kernel": "Haswell:1", "ratios": {"numpy": ratio}} for shape in training_targets.GEMM_SHAPES]}
+    monkeypatch.setattr(training_targets, "HERE", str(tmp_path))
+    (tmp_path / "results.json").write_text(json.dumps(record("Zen 2", ["avx2", "fma"], 0.9)))
+    (tmp_path / "results_avx2.json").write_text(json.dumps(record("Zen 4", ["avx2", "fma", "avx512f"], 1.1)))
+    assert [value for _, what, value, _ in training_targets.checks() if what.startswith("linear_")] == [0.9]
+    (tmp_path / "results_avx2.json").write_text(json.dumps(record("Zen 2", ["avx2", "fma"], 1.1)))
+    assert [value for _, what, value, _ in training_targets.checks() if what.startswith("linear_")] == [0.9, 1.1]
