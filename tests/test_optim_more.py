@@ -517,14 +517,20 @@ def torch_l1(v):
     return torch.from_numpy(v).abs().sum().numpy()[()]
 
 
+def torch_sqrt(x):
+    return torch.tensor(x, dtype=torch.float64).sqrt().numpy()[()]
+
+
 @needs_torch
 @pytest.mark.parametrize("start", list(STARTS), ids=str)
 @pytest.mark.parametrize("kwargs", LBFGS_CASES, ids=lbfgs_id)
 def test_lbfgs_trajectory_equals_torch_given_torchs_reductions(kwargs, start, monkeypatch):
-    """With torch's own dot product and sum (BLAS sums in its own order), every iterate, loss
-    and evaluation count is torch's bit for bit: the rest of the algorithm is the same."""
+    """With torch's own dot product and sum (BLAS sums in its own order) and its square root
+    (MKL's on an Intel CPU, not always the nearest double), every iterate, loss and evaluation
+    count is torch's bit for bit: the rest of the algorithm is the same."""
     monkeypatch.setattr(lbfgs_module, "_dot", torch_dot)
     monkeypatch.setattr(lbfgs_module, "_l1", torch_l1)
+    monkeypatch.setattr(lbfgs_module, "_sqrt", torch_sqrt)
     ours = lbfgs_trajectory(cx, *STARTS[start], kwargs)
     theirs = lbfgs_trajectory(torch, *STARTS[start], kwargs)
     np.testing.assert_array_equal(ours[0], theirs[0])

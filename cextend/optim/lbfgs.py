@@ -11,7 +11,10 @@ All parameters are flattened into one vector (in parameter order) as
 torch's does.  The scalars of the recursion (y.s, H_diag, the ro and al
 coefficients, the step t) are numpy scalars of the parameters' dtype,
 which round as torch's 0-d tensors do; sums and dot products are numpy's
-(BLAS), so single values may differ from torch's in the last bit.
+(BLAS), and the line search's square root is correctly rounded, so single
+values may differ from torch's in the last bit (torch's sums are its
+BLAS's, and its square root of a float64 tensor is its vendor's: MKL's on
+an Intel CPU is within an ulp, not always the nearest double).
 """
 import numpy as np
 
@@ -32,6 +35,11 @@ def _l1(v):
     return np.abs(v).sum()
 
 
+def _sqrt(x):
+    """The square root in the cubic interpolation, correctly rounded."""
+    return np.sqrt(x)
+
+
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     """Minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to bounds."""
     if bounds is not None:
@@ -41,7 +49,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
     if d2_square >= 0:
-        d2 = np.sqrt(d2_square)
+        d2 = _sqrt(d2_square)
         if x1 <= x2:
             min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
