@@ -79,9 +79,10 @@ int cextend_get_num_threads(void);
 int cextend_threads_available(int wanted);
 /* The GEMM plan of an instruction set for one element size (4: float32,
  * 8: float64): blocks[0..4] = mr, nr (the microkernel's register block),
- * kc, mc, nc (the cache blocks).  Status -1 for an isa that has no plan
- * here (AUTO, unknown, or x86 on another architecture), -2 for an element
- * size other than 4 or 8, -3 if blocks is NULL. */
+ * kc, mc, nc (the cache blocks, nc as this CPU uses it).  Status -1 for an
+ * isa that has no plan here (AUTO, unknown, or x86 on another
+ * architecture), -2 for an element size other than 4 or 8, -3 if blocks
+ * is NULL. */
 int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks);
 
 /* ---- Linear layer --------------------------------------------------------

@@ -46,9 +46,9 @@ int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks)
     if (!blocks)
         return cx_illegal(fn, 3, "blocks", "is NULL");
     if (element_size == 4) {
-        blocks[0] = p32->mr, blocks[1] = p32->nr, blocks[2] = p32->kc, blocks[3] = p32->mc, blocks[4] = p32->nc;
+        blocks[0] = p32->mr, blocks[1] = p32->nr, blocks[2] = p32->kc, blocks[3] = p32->mc, blocks[4] = cx_gemm_nc_f32(p32);
     } else {
-        blocks[0] = p64->mr, blocks[1] = p64->nr, blocks[2] = p64->kc, blocks[3] = p64->mc, blocks[4] = p64->nc;
+        blocks[0] = p64->mr, blocks[1] = p64->nr, blocks[2] = p64->kc, blocks[3] = p64->mc, blocks[4] = cx_gemm_nc_f64(p64);
     }
     return CEXTEND_OK;
 }

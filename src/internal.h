@@ -95,6 +95,9 @@ static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_
 
 /* The instruction set in use (a CEXTEND_ISA_* value, never AUTO). */
 CX_INTERNAL int cx_isa_current(void);
+/* The largest packed block of B worth keeping whole, in bytes (the CPU's
+ * L2 where its L3 is slow to stream, see cpu_cache.c), or 0: no limit. */
+CX_INTERNAL int64_t cx_b_block_cap_bytes(void);
 
 /* A 64-byte aligned buffer of at least `bytes` for this thread's temporary
  * of one kind (scratch.c: kept between calls, so no page faults each
@@ -152,7 +155,8 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
 
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
- * of A stays in L2), nc (a packed kc x nc block of B stays in L3), and the
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3, or L2
+ * where cx_b_block_cap_bytes says), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
  * portable loops), its unpacked path for tiny products, and optionally a
  * kernel for tiles with fewer than mr rows and one for a ragged last panel
@@ -216,6 +220,9 @@ CX_INTERNAL int cx_gemm_f64(int64_t M, int64_t N, int64_t K,
  * to compute either. */
 CX_INTERNAL int cx_gemm_transpose_pads_less_f32(int64_t M, int64_t N);
 CX_INTERNAL int cx_gemm_transpose_pads_less_f64(int64_t M, int64_t N);
+/* A plan's nc on this CPU: capped where cx_b_block_cap_bytes says. */
+CX_INTERNAL int64_t cx_gemm_nc_f32(const cx_plan_f32 *plan);
+CX_INTERNAL int64_t cx_gemm_nc_f64(const cx_plan_f64 *plan);
 /* The simple loops behind the "reference" ISA (same contract). */
 CX_INTERNAL int cx_gemm_reference_f32(int64_t M, int64_t N, int64_t K,
                                       const float *a, int64_t rsa, int64_t csa,

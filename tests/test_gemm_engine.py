@@ -103,6 +103,26 @@ def test_every_layout_and_the_small_path_give_the_same_bits(isa, dtype, isa_and_
 
 @pytest.mark.parametrize("isa", FAST_ISAS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_b_packed_panel_by_panel_matches_b_packed_whole(isa, dtype, isa_and_threads):
+    # The forward pass packs W^T one micro-panel at a time as the first row
+    # block reaches it; a column-major W is packed a whole block at a time.
+    # Past a row block, a column block (nc as this CPU uses it) and a k
+    # block, with ragged ends everywhere, both give the same bits.
+    cx.set_isa(isa)
+    plan = _backend.gemm_blocking(isa, dtype)
+    n, k, m = plan["mc"] + plan["mr"] + 3, plan["kc"] + 7, plan["nc"] + plan["nr"] + 5
+    rng = np.random.default_rng(n + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    by_panel = ops.linear_forward(x, w, b)
+    whole = ops.linear_forward(x, np.asfortranarray(w), b)
+    np.testing.assert_array_equal(by_panel, whole)
+    assert_product_close(by_panel, x, w.T, dtype, b)
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(257, 300, 129), (64, 520, 700), (7, 1000, 390), (300, 64, 5)])
 def test_results_are_bitwise_identical_for_any_thread_count(isa, dtype, shape, isa_and_threads):
     n, k, m = shape
