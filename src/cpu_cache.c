@@ -5,13 +5,14 @@
  * The plans' nc (avx512.c, avx2.c) lets the packed kc x nc block of B
  * outgrow L2 and live in L3, as BLIS does; on the AMD cores they were
  * tuned on, a core streams L3 fast enough for that.  On an Intel Xeon
- * (Sapphire Rapids class, 2 MiB L2) a core reads the mesh L3 at about a
- * third of that, and every first tile of a micro-panel waited for it:
- * with the block capped at L2's size, a 1024 x 4096 x 4096 float product
- * ran 10-17% faster (forward, dx and dw; thread CPU time, interleaved
- * medians).  So on Intel CPUs the cap is L2's size; elsewhere there is
- * none.  nc only splits the columns into blocks: no element's arithmetic
- * changes, so results are the same bits whatever the cap.
+ * (Sapphire Rapids class, 2 MiB L2) the AVX-512 kernels outran its mesh
+ * L3: every first tile of a micro-panel waited for B.  With the block
+ * capped at L2's size, a 1024 x 4096 x 4096 float product ran 10-17%
+ * faster (forward, dx and dw; thread CPU time, interleaved medians).  So
+ * on Intel CPUs the cap is L2's size, for the plans that ask for it
+ * (b_block_in_l2); elsewhere there is none.  nc only splits the columns
+ * into blocks: no element's arithmetic changes, so results are the same
+ * bits whatever the cap.
  */
 #include <stdatomic.h>
 

@@ -155,8 +155,8 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
 
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
- * of A stays in L2), nc (a packed kc x nc block of B stays in L3, or L2
- * where cx_b_block_cap_bytes says), and the
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3, or in
+ * L2 where the plan says so and cx_b_block_cap_bytes gives a size), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
  * portable loops), its unpacked path for tiny products, and optionally a
  * kernel for tiles with fewer than mr rows and one for a ragged last panel
@@ -170,6 +170,8 @@ typedef struct {
     cx_tiny_f32 tiny;
     cx_ukernel_rows_f32 run_rows;       /* NULL: edge tiles run the whole tile */
     cx_ukernel_f32 run_narrow;          /* a tile's first nr / 2 columns; NULL: the whole tile */
+    int pack_wt_by_panel;               /* pack B = W^T a micro-panel at a time, as first used */
+    int b_block_in_l2;                  /* nc capped by cx_b_block_cap_bytes */
 } cx_plan_f32;
 typedef struct {
     int mr, nr;
@@ -180,6 +182,8 @@ typedef struct {
     cx_tiny_f64 tiny;
     cx_ukernel_rows_f64 run_rows;
     cx_ukernel_f64 run_narrow;
+    int pack_wt_by_panel;
+    int b_block_in_l2;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

@@ -98,10 +98,11 @@ static inline int64_t CX_FN(balanced)(int64_t extent, int64_t most, int64_t unit
 }
 
 /* The most columns of one packed block of B: the plan's nc, or fewer where
- * the CPU wants the block in L2 (cpu_cache.c).  A multiple of nr. */
+ * the plan and the CPU want the block in L2 (cpu_cache.c).  A multiple of
+ * nr. */
 int64_t CX_FN(cx_gemm_nc)(const PLAN *plan)
 {
-    const int64_t cap = cx_b_block_cap_bytes();
+    const int64_t cap = plan->b_block_in_l2 ? cx_b_block_cap_bytes() : 0;
     if (cap <= 0)
         return plan->nc;
     const int64_t fits = cap / (plan->kc * (int64_t)sizeof(REAL)) / plan->nr * plan->nr;
@@ -275,12 +276,12 @@ static void CX_FN(gemm_chunk)(const PLAN *plan, int pack_b_whole, int64_t nc_mos
     const int64_t nc_step = CX_FN(balanced)(N, nc_most, nr);
     const int64_t mc_step = CX_FN(balanced)(M, plan->mc, mr);
     /* B = W^T (the forward pass) is packed by transposing, reading W at
-     * memory speed: each micro-panel is packed just before the first row
-     * block uses it, while its lines are still in L1, instead of the whole
-     * block first (13-19% faster at 128 x 1024 x 1024 to 256 x 2048 x 2048
-     * floats on a Xeon).  A single row block needs only that one panel.
-     * Row-contiguous B keeps the whole-block copy, which streams rows. */
-    const int lazy_b = pack_b_whole && csb != 1;
+     * memory speed: where the plan says so, each micro-panel is packed
+     * just before the first row block uses it, while its lines are still
+     * in L1, instead of the whole block first (see the plans).  A single
+     * row block needs only that one panel.  Row-contiguous B keeps the
+     * whole-block copy, which streams rows. */
+    const int lazy_b = pack_b_whole && csb != 1 && plan->pack_wt_by_panel;
     const int one_row_block = mc_step >= M;
     for (int64_t jc = 0; jc < N; jc += nc_step) {
         const int64_t nc = CX_FN(min64)(nc_step, N - jc);
