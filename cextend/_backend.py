@@ -596,13 +596,17 @@ def get_isa():
     return _ISA_NAMES[lib.cextend_get_isa()]
 
 
-def gemm_blocking(isa, dtype):
+def gemm_blocking(isa, dtype, rows=None):
     """The GEMM plan of an instruction set for a float dtype, as a dict of
-    mr, nr (register block) and kc, mc, nc (cache blocks)."""
+    mr, nr (register block) and kc, mc, nc (cache blocks): the plan of a
+    product of `rows` rows, or of large products (None)."""
     if isa not in ISAS:
         raise ValueError("isa must be one of %s, got %r" % (", ".join(ISAS), isa))
     blocks = ffi.new("int64_t[5]")
-    check(lib.cextend_gemm_blocking(ISAS[isa], np.dtype(dtype).itemsize, blocks))
+    if rows is None:
+        check(lib.cextend_gemm_blocking(ISAS[isa], np.dtype(dtype).itemsize, blocks))
+    else:
+        check(lib.cextend_gemm_blocking_for_rows(ISAS[isa], np.dtype(dtype).itemsize, rows, blocks))
     return dict(zip(("mr", "nr", "kc", "mc", "nc"), blocks))
 
 

@@ -82,8 +82,12 @@ int cextend_threads_available(int wanted);
  * kc, mc, nc (the cache blocks, nc as this CPU uses it).  Status -1 for an
  * isa that has no plan here (AUTO, unknown, or x86 on another
  * architecture), -2 for an element size other than 4 or 8, -3 if blocks
- * is NULL. */
+ * is NULL.  This is the plan of large products; some instruction sets run
+ * products of few rows with another tile (the same kc, so the same bits):
+ * the _for_rows form gives the plan a product of `rows` rows uses (status
+ * -3 for rows < 0, -4 if blocks is NULL). */
 int cextend_gemm_blocking(int isa, int element_size, int64_t *blocks);
+int cextend_gemm_blocking_for_rows(int isa, int element_size, int64_t rows, int64_t *blocks);
 
 /* ---- Linear layer --------------------------------------------------------
  * Forward:  y[i][j] = sum_p x[i][p] * w[j][p] + b[j]

@@ -160,8 +160,11 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
  * portable loops), its unpacked path for tiny products, and optionally a
  * kernel for tiles with fewer than mr rows and one for a ragged last panel
- * of at most nr / 2 columns (a classifier's 10 outputs). */
-typedef struct {
+ * of at most nr / 2 columns (a classifier's 10 outputs).  A plan whose
+ * tile is slow on few rows names the plan those products use instead;
+ * both have the same kc, so every element is the same sum in the same
+ * order either way: the same bits. */
+typedef struct cx_plan_f32 {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f32 run;
@@ -172,8 +175,10 @@ typedef struct {
     cx_ukernel_f32 run_narrow;          /* a tile's first nr / 2 columns; NULL: the whole tile */
     int pack_wt_by_panel;               /* pack B = W^T a micro-panel at a time, as first used */
     int b_block_in_l2;                  /* nc capped by cx_b_block_cap_bytes */
+    const struct cx_plan_f32 *few_rows; /* the plan for products of fewer than */
+    int64_t few_rows_below;             /* these rows; NULL, 0: this one */
 } cx_plan_f32;
-typedef struct {
+typedef struct cx_plan_f64 {
     int mr, nr;
     int64_t kc, mc, nc;
     cx_ukernel_f64 run;
@@ -184,6 +189,8 @@ typedef struct {
     cx_ukernel_f64 run_narrow;
     int pack_wt_by_panel;
     int b_block_in_l2;
+    const struct cx_plan_f64 *few_rows;
+    int64_t few_rows_below;
 } cx_plan_f64;
 
 CX_INTERNAL extern const cx_plan_f32 cx_plan_generic_f32;

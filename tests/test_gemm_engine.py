@@ -11,9 +11,26 @@ from cextend._C import ffi, lib
 from helpers import assert_product_close, layouts, poisoned, product_bound
 
 FAST_ISAS = [isa for isa in cx.available_isas() if isa != "reference"]
-# (mr, nr, kc, mc) of each ISA's plan, per dtype, as compiled (src/kernels/).
+# (mr, nr, kc, mc) of each ISA's plan (of large products), per dtype, as compiled (src/kernels/).
 BLOCKS = {isa: {dtype: tuple(_backend.gemm_blocking(isa, dtype)[key] for key in ("mr", "nr", "kc", "mc"))
                 for dtype in (np.float32, np.float64)} for isa in FAST_ISAS}
+
+
+def plan_spans(isa, dtype, most_rows=4096):
+    """[(first_row_count, last_row_count, (mr, nr, kc, mc))]: the plans products
+    of each number of rows use (some ISAs run few rows with another tile)."""
+    spans = []
+    for rows in range(1, most_rows + 1):
+        plan = tuple(_backend.gemm_blocking(isa, dtype, rows=rows)[key] for key in ("mr", "nr", "kc", "mc"))
+        if spans and spans[-1][2] == plan:
+            spans[-1][1] = rows
+        else:
+            spans.append([rows, rows, plan])
+    spans[-1][1] = None      # and every larger product
+    return [tuple(span) for span in spans]
+
+
+SPANS = {isa: {dtype: plan_spans(isa, dtype) for dtype in (np.float32, np.float64)} for isa in FAST_ISAS}
 
 
 @pytest.fixture
@@ -30,19 +47,31 @@ def edge_sizes(block):
 
 
 def shapes_for(isa, dtype):
-    """(n, k, m) around each blocking edge: mr/mc on rows, nr on columns, kc on k."""
-    mr, nr, kc, mc = BLOCKS[isa][dtype]
+    """(n, k, m) around each blocking edge of each plan the ISA runs: mr/mc
+    on rows, nr on columns, kc on k; each plan's row counts offset into the
+    span of row counts it serves."""
     cases = set()
-    for n in edge_sizes(mr) + [mc - 1, mc + 1]:
-        cases.add((n, 17, 2 * nr + 3))
-    for m in edge_sizes(nr):
-        cases.add((2 * mr + 1, 9, m))
-    for k in edge_sizes(kc):
-        cases.add((mr + 2, k, nr + 1))
-    # Enough rows to pack B whole, and k wider than the row-contiguous
-    # packer's group of eight micro-panels (dx = dy W and dW = dy^T x have
-    # N = k), with a ragged last group and panel.
-    cases.add((5 * mr + 3, 8 * nr + nr // 2 + 3, 2 * nr + 5))
+    for first, last, (mr, nr, kc, mc) in SPANS[isa][dtype]:
+        base = first - 1
+
+        def rows(n):
+            n += base
+            return n if n >= first and (last is None or n <= last) else None
+
+        for n in edge_sizes(mr):
+            cases.add((rows(n), 17, 2 * nr + 3))
+        for n in (mc - 1, mc + 1):
+            if n >= first and (last is None or n <= last):
+                cases.add((n, 17, 2 * nr + 3))
+        for m in edge_sizes(nr):
+            cases.add((rows(2 * mr + 1), 9, m))
+        for k in edge_sizes(kc):
+            cases.add((rows(mr + 2), k, nr + 1))
+        # Enough rows to pack B whole, and k wider than the row-contiguous
+        # packer's group of eight micro-panels (dx = dy W and dW = dy^T x have
+        # N = k), with a ragged last group and panel.
+        cases.add((rows(5 * mr + 3), 8 * nr + nr // 2 + 3, 2 * nr + 5))
+    cases = {case for case in cases if case[0] is not None}
     cases.add((0, 5, 7))
     cases.add((3, 0, 5))
     return sorted(cases)
@@ -213,6 +242,42 @@ def test_a_row_does_not_depend_on_the_batch(isa, dtype, shape, isa_and_threads):
         np.testing.assert_array_equal(ops.linear_forward(x[start:stop], w, b), y[start:stop])
         part = ops.linear_backward(dy[start:stop], x[start:stop], w, weight=False, bias=False)[0]
         np.testing.assert_array_equal(part, dx[start:stop])
+
+
+@pytest.mark.parametrize("isa", FAST_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_are_the_same_bits_on_either_side_of_a_plan_change(isa, dtype, isa_and_threads):
+    """Where an ISA runs products of few rows with another tile, both plans
+    sum each element in the same order (same kc): a row of y, dx (rows:
+    the batch) and dW (rows: the outputs) does not depend on which plan
+    ran, past two k blocks and with ragged edges on both tiles."""
+    spans = SPANS[isa][dtype]
+    switch = spans[1][0] if len(spans) > 1 else 48
+    kc = spans[-1][2][2]
+    n = m = switch + 13
+    rng = np.random.default_rng(switch)
+    x, w, b, dy, y, dx = _linear_products(rng, isa, dtype, n, 2 * kc + 11, m)
+    dw = ops.linear_backward(dy, x, w, input=False, bias=False)[1]
+    for rows in sorted({1, 2, switch - 7, switch - 1, switch, switch + 1, switch + 5, n} - {0}):
+        np.testing.assert_array_equal(ops.linear_forward(x[:rows], w, b), y[:rows])
+        part = ops.linear_backward(dy[:rows], x[:rows], w, weight=False, bias=False)[0]
+        np.testing.assert_array_equal(part, dx[:rows])
+        part = ops.linear_backward(dy[:, :rows], x, w[:rows], input=False, bias=False)[1]
+        np.testing.assert_array_equal(part, dw[:rows])
+    assert_product_close(y, x, w.T, dtype, b)
+
+
+def test_the_plan_of_a_row_count():
+    # The reported plan of large products is the one for any large row count.
+    for isa in FAST_ISAS:
+        for dtype in (np.float32, np.float64):
+            assert _backend.gemm_blocking(isa, dtype, rows=10 ** 6) == _backend.gemm_blocking(isa, dtype)
+            assert SPANS[isa][dtype][0][0] == 1 and SPANS[isa][dtype][-1][1] is None
+            # Every plan of an ISA sums in k blocks of the same size: the same bits.
+            assert len({plan[2] for _, _, plan in SPANS[isa][dtype]}) == 1
+    blocks = ffi.new("int64_t[5]")
+    assert lib.cextend_gemm_blocking_for_rows(lib.CEXTEND_ISA_GENERIC, 4, -1, blocks) == -3
+    assert lib.cextend_gemm_blocking_for_rows(lib.CEXTEND_ISA_GENERIC, 4, 5, ffi.NULL) == -4
 
 
 @pytest.mark.parametrize("isa", FAST_ISAS)

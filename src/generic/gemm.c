@@ -41,16 +41,18 @@
 #define STACK_SCRATCH_BYTES (32 * 1024)
 #endif
 
-static const PLAN *CX_FN(plan_for)(int isa)
+/* The plan of an instruction set for a product of M rows. */
+static const PLAN *CX_FN(plan_for)(int isa, int64_t M)
 {
+    const PLAN *plan = &CX_PASTE(cx_plan_generic, SFX);
 #if defined(CX_HAVE_X86_KERNELS)
     if (isa == CEXTEND_ISA_AVX512)
-        return &CX_PASTE(cx_plan_avx512, SFX);
-    if (isa == CEXTEND_ISA_AVX2)
-        return &CX_PASTE(cx_plan_avx2, SFX);
+        plan = &CX_PASTE(cx_plan_avx512, SFX);
+    else if (isa == CEXTEND_ISA_AVX2)
+        plan = &CX_PASTE(cx_plan_avx2, SFX);
 #endif
     (void)isa;
-    return &CX_PASTE(cx_plan_generic, SFX);
+    return plan->few_rows && M < plan->few_rows_below ? plan->few_rows : plan;
 }
 
 static inline int64_t CX_FN(min64)(int64_t a, int64_t b)
@@ -327,9 +329,9 @@ int CX_FN(cx_gemm_transpose_pads_less)(int64_t M, int64_t N)
     const int isa = cx_isa_current();
     if (isa == CEXTEND_ISA_REFERENCE)
         return 0;       /* the simple loops have no tiles */
-    const PLAN *plan = CX_FN(plan_for)(isa);
-    return CX_FN(round_up)(N, plan->mr) * CX_FN(round_up)(M, plan->nr) <
-           CX_FN(round_up)(M, plan->mr) * CX_FN(round_up)(N, plan->nr);
+    const PLAN *as_is = CX_FN(plan_for)(isa, M), *transposed = CX_FN(plan_for)(isa, N);
+    return CX_FN(round_up)(N, transposed->mr) * CX_FN(round_up)(M, transposed->nr) <
+           CX_FN(round_up)(M, as_is->mr) * CX_FN(round_up)(N, as_is->nr);
 }
 
 int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
@@ -348,7 +350,7 @@ int CX_FN(cx_gemm)(int64_t M, int64_t N, int64_t K,
                 c[i * ldc + j] = bias ? bias[j] : (REAL)0;
         return CEXTEND_OK;
     }
-    const PLAN *plan = CX_FN(plan_for)(isa);
+    const PLAN *plan = CX_FN(plan_for)(isa, M);
     if (K <= plan->kc && (double)M * (double)N * (double)K <= TINY_WORK) {
         plan->tiny(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc);
         return CEXTEND_OK;

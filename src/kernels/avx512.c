@@ -1,10 +1,11 @@
 /*
- * avx512.c -- AVX-512F microkernels: 8 x 32 (float32) and 8 x 16 (float64),
- * 16 accumulators of the 32 zmm registers: enough independent chains to
- * cover FMA latency on two 512-bit pipes, and a tile that divides the
- * power-of-two batch sizes Linear layers see (a 12-row tile wasted up to
- * 12% on them).  Compiled with a target attribute and only run where the
- * CPU reports AVX-512F.
+ * avx512.c -- AVX-512F microkernels: 8 x 32 (float32), 6 x 32 (float64)
+ * and 8 x 16 (float64 products of few rows).  8 x 32 keeps 16 of the 32
+ * zmm registers as accumulators, enough independent chains to cover FMA
+ * latency on two 512-bit pipes, in a tile that divides the power-of-two
+ * batch sizes Linear layers see (a 12-row tile wasted up to 12% on them);
+ * float64's 6 x 32 is explained where it is built.  Compiled with a
+ * target attribute and only run where the CPU reports AVX-512F.
  */
 #include "../internal.h"
 
@@ -128,7 +129,6 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #define REAL double
 #define VEC __m512d
 #define VL 8
-#define UKERNEL ukernel_avx512_f64
 #define V_ZERO() _mm512_setzero_pd()
 #define V_LOAD(p) _mm512_loadu_pd(p)
 #define V_STORE(p, v) _mm512_storeu_pd(p, v)
@@ -136,7 +136,6 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #define V_ADD(a, b) _mm512_add_pd(a, b)
 #define V_TRANSPOSE(r) transpose_8x8_f64(r)
-#define PACK_B_COLS pack_b_cols_avx512_f64
 
 /* The same scheme with pairs: t[2g + c], quarter L, holds column 2L + c of
  * rows 2g and 2g + 1; then the 4 x 4 transpose of quarters. */
@@ -159,9 +158,21 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
     }
 }
 
+/* float64 runs two tiles.  Products of 48 rows or more use 6 x 32 (24
+ * accumulators): the broadcast side streams from L2 one value per row and
+ * step, 4 bytes per FMA for an 8 x 16 tile, which starved it on a Xeon
+ * (80-92 GFLOP/s of a measured 108-115 peak in isolation); 6 x 32 halves
+ * that and ran at 93-105.  With fewer rows the 8 x 16 tile was faster
+ * (forward at 8 x 64 x 64 and 32 x 128 x 128 by 10-20%): packing and
+ * B traffic dominate there, and 8 divides a small batch where 6 leaves an
+ * edge.  Both have kc = 256: the same sums, the same bits. */
+
+/* The few-rows tile, 8 x 16, with the A side packed as 8 x 8 transposes. */
+#define UKERNEL ukernel_avx512_f64_8x16
+#define PACK_B_COLS pack_b_cols_avx512_f64_16
 #define TINY tiny_avx512_f64
 #define FMA1(x, y, z) __builtin_fma(x, y, z)
-#define PACK_A_ROWS pack_a_rows_avx512_f64
+#define PACK_A_ROWS pack_a_rows_avx512_f64_8
 #define AVEC __m512d
 #define A_LOAD(p) _mm512_loadu_pd(p)
 #define A_STORE(p, v) _mm512_storeu_pd(p, v)
@@ -170,19 +181,103 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
-/* A ragged last column panel of at most VL columns (a classifier's 10
- * outputs): one vector a row, half a whole tile's FMAs.  Each element is
- * the same chain from +0 over p as in the wide kernel: the same bits. */
 #undef TINY
+#undef PACK_A_ROWS
+#undef AVEC
+#undef A_LOAD
+#undef A_STORE
+#undef A_TRANSPOSE
 #undef NV
 #undef UKERNEL
 #define NV 1
-#define UKERNEL ukernel_narrow_avx512_f64
+#define UKERNEL ukernel_narrow_avx512_f64_8x8
 #include "simd_ukernel.h"
+
+/* The wide tile, 6 x 32: its own panels of B (32 columns) and of A (6 rows). */
+#undef MR
+#undef NV
+#undef UKERNEL
+#undef PACK_B_COLS
+#define MR 6
+#define NV 4
+#define UKERNEL ukernel_avx512_f64
+#define PACK_B_COLS pack_b_cols_avx512_f64
+
+#include "simd_ukernel.h"
+#include "simd_pack.h"
+
+/* Eight steps of six rows at a time: the rows (two zero rows added) are
+ * transposed as an 8 x 8 block and each step's six values stored under a
+ * mask.  Values are only moved: the panel is bitwise what the portable
+ * loop packs. */
+TARGET static void pack_a_rows_avx512_f64(int64_t mc, int64_t kc, const double *restrict a, int64_t rsa,
+                                          double *restrict ap)
+{
+    for (int64_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
+        const int64_t rows = mc - ir < MR ? mc - ir : MR;
+        const double *panel = a + ir * rsa;
+        int64_t p = 0;
+        if (rows == MR) {
+            for (; p + 8 <= kc; p += 8) {
+                __m512d r[8];
+#pragma GCC unroll 6
+                for (int q = 0; q < MR; ++q)
+                    r[q] = _mm512_loadu_pd(panel + q * rsa + p);
+                r[6] = r[7] = _mm512_setzero_pd();
+                transpose_8x8_f64(r);
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; ++q)
+                    _mm512_mask_storeu_pd(ap + (p + q) * MR, (__mmask8)0x3f, r[q]);
+            }
+        }
+        for (; p < kc; ++p) {
+            double *dst = ap + p * MR;
+            for (int64_t i = 0; i < rows; ++i)
+                dst[i] = panel[i * rsa + p];
+            for (int64_t i = rows; i < MR; ++i)
+                dst[i] = 0;
+        }
+    }
+}
+
+/* Edge tiles of 1-2 and 3-4 rows (M = 64, 128, ... leave 4 or 2): a
+ * narrower instance of the same kernel reading the 6-row panels. */
+#undef MR
+#undef UKERNEL
+#define A_STEP 6
+#define MR 2
+#define UKERNEL ukernel_avx512_f64_r2
+#include "simd_ukernel.h"
+#undef MR
+#undef UKERNEL
+#define MR 4
+#define UKERNEL ukernel_avx512_f64_r4
+#include "simd_ukernel.h"
+#undef MR
+#undef UKERNEL
+#undef A_STEP
+#define MR 6
+#define UKERNEL ukernel_avx512_f64
+
+TARGET static void ukernel_rows_avx512_f64(int64_t rows, int64_t kc, const REAL *a, const REAL *b, int64_t b_rs,
+                                          REAL *c, int64_t ldc, const REAL *bias, int accumulate)
+{
+    if (rows <= 2)
+        ukernel_avx512_f64_r2(kc, a, b, b_rs, c, ldc, bias, accumulate);
+    else if (rows <= 4)
+        ukernel_avx512_f64_r4(kc, a, b, b_rs, c, ldc, bias, accumulate);
+    else
+        ukernel_avx512_f64(kc, a, b, b_rs, c, ldc, bias, accumulate);
+}
+
+/* A ragged last column panel of at most 16 columns (a classifier's 10
+ * outputs): two vectors a row, half a whole tile's FMAs.  Each element is
+ * the same chain from +0 over p as in the wide kernel: the same bits. */
 #undef NV
 #undef UKERNEL
 #define NV 2
-#define UKERNEL ukernel_avx512_f64
+#define UKERNEL ukernel_narrow_avx512_f64
+#include "simd_ukernel.h"
 
 /* Measured on a 48 KiB-L1 / 1 MiB-L2 core (Zen 5): kc = 256 (a 32 KiB B
  * micro-panel in L1) beat 192 and 320.  On a 32 KiB-L1 / 1 MiB-L2 Zen 4,
@@ -195,12 +290,20 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
  * ratio to OpenBLAS's SkylakeX kernel, from 1.12 to 1.22-1.25 at
  * 128 x 1024 x 1024, 0.98-1.00 to 1.10-1.11 at 256 x 2048 x 2048 and
  * 0.85-0.95 to 0.95-0.98 at 1024 x 4096 x 4096; float64 from 0.92 to
- * 1.02-1.05 at 128 x 1024 x 1024, within the noise at the larger two. */
-const cx_plan_f32 cx_plan_avx512_f32 = {MR, NV * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
+ * 1.02-1.05 at 128 x 1024 x 1024, within the noise at the larger two.
+ * float64's 6 x 32 tile (mc = 240: 168-264 were within 3% of each other
+ * and ahead of 96-120) then took 1024 x 4096 x 4096 from 77 to 85-88
+ * GFLOP/s forward and from 72 to 88-89 for dW = dy^T x (C harness, thread
+ * CPU time, interleaved medians). */
+const cx_plan_f32 cx_plan_avx512_f32 = {8, 2 * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
                                        pack_a_rows_avx512_f32, tiny_avx512_f32, NULL,
-                                       ukernel_narrow_avx512_f32, 1, 1};
-const cx_plan_f64 cx_plan_avx512_f64 = {MR, NV * 8, 256, 128, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
-                                       pack_a_rows_avx512_f64, tiny_avx512_f64, NULL,
-                                       ukernel_narrow_avx512_f64, 1, 1};
+                                       ukernel_narrow_avx512_f32, 1, 1, NULL, 0};
+static const cx_plan_f64 plan_avx512_f64_8x16 = {8, 2 * 8, 256, 128, 2048, ukernel_avx512_f64_8x16,
+                                                 pack_b_cols_avx512_f64_16, pack_a_rows_avx512_f64_8,
+                                                 tiny_avx512_f64, NULL, ukernel_narrow_avx512_f64_8x8, 1, 1,
+                                                 NULL, 0};
+const cx_plan_f64 cx_plan_avx512_f64 = {6, 4 * 8, 256, 240, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
+                                       pack_a_rows_avx512_f64, tiny_avx512_f64, ukernel_rows_avx512_f64,
+                                       ukernel_narrow_avx512_f64, 1, 1, &plan_avx512_f64_8x16, 48};
 
 #endif
