@@ -73,8 +73,8 @@ def run_case(case, repeats, peaks, sample_seconds, clock_choice="auto"):
         load = environment.load_average()
         blas = environment.blas_libraries()
         candidates = case.make()
-        wall = {}
-        samples = registry.interleaved(candidates, repeats, sample_seconds, clock, wall)
+        wall, system = {}, {}
+        samples = registry.interleaved(candidates, repeats, sample_seconds, clock, wall, system)
     finally:
         if limiter is not None:
             limiter.unregister()
@@ -93,6 +93,7 @@ def run_case(case, repeats, peaks, sample_seconds, clock_choice="auto"):
         # Kept to check the CPU clock against: on a quiet machine the two agree
         # unless a library hands work to threads the CPU clock does not see.
         row["wall_seconds"] = {name: statistics.median(s) for name, s in wall.items()}
+    row["system_seconds"] = {name: statistics.median(s) for name, s in system.items()}
     if "ours_1thread" in ratios:
         row["speedup_2_threads" if case.threads == 2 else "speedup_threads"] = ratios["ours_1thread"]
     if case.flops:

@@ -7,7 +7,7 @@ suite in its own module, imported by bench.py; nothing else changes.
 
 A case's candidates are zero-argument callables named "ours", "numpy",
 "torch" (any may be missing but "ours"), plus optional extra ones.  They
-run interleaved in one process, in rotating order, each sample long enough
+run interleaved in one process, in a new order each round, each sample long enough
 to swamp the timer; every ratio is other_time / our_time over the medians
 (above 1: cextend is faster).
 
@@ -17,6 +17,8 @@ thread spends descheduled on a shared machine does not count; with more
 threads the workers run elsewhere and only wall time (perf_counter) tells
 the speed-up.  clock_for(threads, choice) picks.
 """
+import itertools
+import resource
 import statistics
 import time
 
@@ -78,23 +80,37 @@ def calls_per_sample(fn, target, clock=time.perf_counter):
         number = max(number * 2, int(number * target / max(elapsed, 1e-9)))
 
 
-def interleaved(candidates, repeats, target=0.01, clock="wall", wall_samples=None):
+def interleaved(candidates, repeats, target=0.01, clock="wall", wall_samples=None,
+                system_samples=None):
     """{name: [seconds per call, one per repeat]} on `clock`: the
-    candidates take turns, starting from a different one each round, so
-    drifting machine load falls on all of them alike.  Wall times of the
-    same samples go into wall_samples when a dict is given."""
+    candidates take turns, in a different order each round, so drifting
+    machine load falls on all of them alike.  The rounds cycle through
+    every order, not only rotations of one: what a candidate leaves behind
+    lands on each of the others alike.  (Rotations kept cextend right after
+    torch, whose freed 4 KiB pages left the next 128 MiB of huge pages to
+    be compacted: up to 380 ms of system time on cextend's dW at
+    1024 x 4096 x 4096.)  Wall times of the same samples go into
+    wall_samples when a dict is given, and the kernel's (system) time spent
+    for the calling thread (on thread_cpu) or the process (on wall) into
+    system_samples: page faults on fresh outputs show there, not in the
+    kernels."""
     now = CLOCKS[clock]
     wall = time.perf_counter
+    who = resource.RUSAGE_THREAD if clock == "thread_cpu" else resource.RUSAGE_SELF
     numbers = {name: calls_per_sample(fn, target, now) for name, fn in candidates.items()}
     samples = {name: [] for name in candidates}
-    names = list(candidates)
+    orders = list(itertools.permutations(candidates))
     for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in orders[r % len(orders)]:
             fn, number = candidates[name], numbers[name]
+            start_system = resource.getrusage(who).ru_stime
             start, start_wall = now(), wall()
             for _ in range(number):
                 fn()
             samples[name].append((now() - start) / number)
+            if system_samples is not None:
+                system_samples.setdefault(name, []).append(
+                    (resource.getrusage(who).ru_stime - start_system) / number)
             if wall_samples is not None:
                 wall_samples.setdefault(name, []).append((wall() - start_wall) / number)
     return samples

@@ -57,6 +57,24 @@ def gemm_table(rows):
     return "\n".join(lines)
 
 
+def system_time_notes(rows, share=0.05):
+    """A line per row where some library spent `share` or more of its time
+    in the kernel (page faults on fresh output arrays, mostly): that time is
+    the operating system's, not the GEMM kernel's, and varies from call to
+    call with which pages the allocator hands back."""
+    lines = []
+    for r in rows:
+        system = r.get("system_seconds") or {}
+        names = [n for n in ("ours", "numpy", "torch") if n in system and n in r["seconds"]]
+        if not any(system[n] >= share * r["seconds"][n]["median"] for n in names):
+            continue
+        lines.append("- %s %s %s, %d thread(s): %s." % (
+            r["name"], shape(r), r["dtype"], r["threads"],
+            ", ".join("%s %s of %s" % (n, fmt_time(system[n]), fmt_time(r["seconds"][n]["median"]))
+                      for n in names)))
+    return lines
+
+
 def busy(r, cores):
     """A multi-thread row measured while other work held a core, judged by
     the 1-minute load before and (it lags) after the row."""
@@ -150,6 +168,13 @@ def render(record):
              "`F.linear`. `linear_fwd_bwd`: that plus `ops.linear_backward(g, x, w)` against "
              "`g @ w`, `g.T @ x`, `g.sum(0)` (torch: `mm`, `t().mm`, `sum`). N x K x M is batch x in x out; "
              "no autograd anywhere, no `no_grad()` blocks.", "", gemm_table(gemm1)]
+    notes = system_time_notes(gemm1)
+    if notes:
+        parts += ["", "System time (median per call) where a library spent 5% or more of its time "
+                  "in the kernel rather than computing: page faults on the fresh output arrays, "
+                  "which every library allocates. On a virtual machine whose freed 2 MiB pages go "
+                  "back to the host, a fault on one costs milliseconds, and which call meets one "
+                  "varies.", ""] + notes
     if gemm2:
         parts += ["", "## GEMM, two threads", "",
                   "Every library on two threads; cextend on one thread is timed in the same "

@@ -1,11 +1,13 @@
 """The benchmark harness measures fairly: numpy on its full-speed kernel,
 ratios as other_time / our_time, everything recorded.  (Speed itself is
 never asserted: these run one tiny case to check the plumbing.)"""
+import itertools
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,13 +36,26 @@ def test_one_thread_rows_use_the_threads_cpu_clock_and_threaded_rows_wall_time()
     assert registry.clock_for(1, "wall") == "wall"
 
 
-def test_interleaving_rotates_the_order():
+def test_interleaving_runs_every_order_so_each_candidate_follows_each_other():
     calls = []
     candidates = {name: (lambda name=name: calls.append(name)) for name in "abc"}
-    samples = registry.interleaved(candidates, repeats=3, target=0.0)
-    assert {name: len(s) for name, s in samples.items()} == {"a": 3, "b": 3, "c": 3}
-    rounds = calls[-9:]                  # after calibration: three rounds of three
-    assert rounds == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    samples = registry.interleaved(candidates, repeats=6, target=0.0)
+    assert {name: len(s) for name, s in samples.items()} == {"a": 6, "b": 6, "c": 6}
+    rounds = [tuple(calls[i:i + 3]) for i in range(len(calls) - 18, len(calls), 3)]
+    assert sorted(rounds) == sorted(itertools.permutations("abc"))
+    followers = {(x, y) for r in rounds for x, y in zip(r, r[1:])}
+    assert followers == {(x, y) for x in "abc" for y in "abc" if x != y}
+
+
+def test_interleaving_records_the_kernels_time_per_call():
+    def faults():       # writes 64 MiB of fresh pages: their faults are system time
+        np.ones(8 << 20)
+    system = {}
+    samples = registry.interleaved({"ours": faults, "other": lambda: None}, repeats=2, target=0.0,
+                                   clock="thread_cpu", system_samples=system)
+    assert {name: len(s) for name, s in system.items()} == {"ours": 2, "other": 2}
+    assert all(0 <= s <= t + 1e-3 for s, t in zip(system["ours"], samples["ours"]))
+    assert max(system["ours"]) > 0 and max(system["other"]) < max(system["ours"])
 
 
 def test_bench_runs_numpy_without_the_handicaps_and_records_it(tmp_path):
@@ -58,6 +73,7 @@ def test_bench_runs_numpy_without_the_handicaps_and_records_it(tmp_path):
     [row] = record["results"]
     assert row["shape"] == [1, 8, 8] and row["threads"] == 1 and row["dtype"] == "float32"
     assert row["clock"] == "thread_cpu" and set(row["wall_seconds"]) == set(row["seconds"])
+    assert set(row["system_seconds"]) == set(row["seconds"])
     assert row["ratios"]["numpy"] == pytest.approx(row["seconds"]["numpy"]["median"] / row["seconds"]["ours"]["median"])
     assert row["load_average"] is None or len(row["load_average"]) == 3
     blas = record["numpy"]["blas"]
