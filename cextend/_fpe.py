@@ -11,6 +11,8 @@ import numpy as np
 try:
     from numpy._core.umath import _extobj_contextvar, _make_extobj
     _IGNORE = _make_extobj(all="ignore")
+    # (the context variable, its value with every warning off), for C code that silences alike
+    NUMPY_ERROR_STATE = (_extobj_contextvar, _IGNORE)
     _set = _extobj_contextvar.set
     _reset = _extobj_contextvar.reset
 
@@ -28,6 +30,8 @@ try:
         finally:
             _reset(token)
 except ImportError:     # numpy < 2
+    NUMPY_ERROR_STATE = None
+
     def quietly(fn, *args):
         with np.errstate(all="ignore"):
             return fn(*args)

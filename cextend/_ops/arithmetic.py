@@ -12,10 +12,10 @@ import numbers
 
 import numpy as np
 
-from cextend import _capture
+from cextend import _capture, _engine
 from cextend._overlap import check_no_partial
 from cextend.autograd import views
-from cextend._fpe import quietly, restore, silence
+from cextend._fpe import NUMPY_ERROR_STATE, quietly, restore, silence
 from cextend._scalars import checked_scalar
 from cextend.autograd.grad_mode import _state as _grad_state
 from cextend.tensor import _wrap
@@ -45,6 +45,14 @@ def _raise_size_error(error, op):
 def _holds_bfloat16(x):
     data = getattr(x, "_data", None)
     return type(data) is np.ndarray and data.dtype.kind == "V"
+
+
+# Binary.__call__'s common case compiled (src/python/engine.c): the same calls, in the same
+# order, as the fast path below; None when that path (or the general one) must run.
+_binary_in_c = _engine.binary
+if NUMPY_ERROR_STATE is not None:
+    _engine.configure_binary(tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64)), *NUMPY_ERROR_STATE,
+                             torch_layout, with_number_layout, np.asarray)
 
 
 class Binary:
@@ -114,6 +122,10 @@ class Binary:
         return self.overloads.get((is_tensor(a), is_tensor(b)), self.node)
 
     def __call__(self, input, other, out=None):
+        if out is None:
+            result = _binary_in_c(self, input, other)
+            if result is not None:
+                return result
         # The common case first: a CPU tensor with a tensor of its dtype or a
         # Python number that cannot change its dtype.  No promotion work, no
         # extra checks; the result is the same as the general path's.
@@ -1072,6 +1084,9 @@ def _operator(function, reflected=False, binary=None):
     tensors and Python numbers, skipping the keyword handling of `function`."""
     if binary is not None and not reflected:
         def op(self, other):
+            result = _binary_in_c(binary, self, other)
+            if result is not None:
+                return result
             t = type(other)
             if t is float or t is int or getattr(other, "_data", None) is not None:
                 return binary(self, other)

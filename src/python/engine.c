@@ -18,6 +18,11 @@
  * other input (a view; an object neither a tensor nor a number) is handed
  * to record.py's _edge_and_meta.
  *
+ * binary() is arithmetic.Binary.__call__'s common case (a float Tensor with a number or a
+ * Tensor of its dtype): the Python fast path's calls in its order, so that a chain of small
+ * elementwise ops pays for numpy's ufunc and the node, not for the interpreter between them.
+ * Anything else it declines, and the Python definition runs.
+ *
  * It is a CPython extension, not part of the cffi module: the loop holds
  * Python objects (nodes, gradients), which cffi's C side cannot.  It keeps
  * no state between passes; the helpers it calls are set once, at import.
@@ -815,6 +820,8 @@ PyDoc_STRVAR(record_doc,
 "record.record for one floating-point output with anomaly detection off: a new node_cls\n"
 "numbered in creation order, one edge and input meta per input, made out's grad_fn.");
 
+static PyObject *record_node(PyObject *node_cls, PyObject *inputs, PyObject *out, PyObject *saved);
+
 static PyObject *record(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -825,6 +832,12 @@ static PyObject *record(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "cextend._engine.configure_record() was not called");
         return NULL;
     }
+    return record_node(node_cls, inputs, out, saved);
+}
+
+/* record()'s work, its arguments checked (node_cls a type). */
+static PyObject *record_node(PyObject *node_cls, PyObject *inputs, PyObject *out, PyObject *saved)
+{
     PyObject *items = PySequence_Fast(inputs, "inputs must be a sequence");
     if (!items)
         return NULL;
@@ -1155,6 +1168,286 @@ out:
     return done;
 }
 
+/* -- binary(): Binary.__call__'s common case ------------------------------------------------- */
+
+static PyObject *float_dtypes;     /* numpy's float16, float32 and float64 dtypes */
+static PyObject *fpe_state;        /* numpy's floating-point error state, a context variable */
+static PyObject *fpe_ignore;       /* its value with every error ignored (_fpe.py's silence()) */
+static PyObject *layout_of_two;    /* _layout.torch_layout(value, (a, b)) */
+static PyObject *layout_with_number;   /* _layout.with_number_layout(value, a) */
+static PyObject *as_array;         /* np.asarray */
+static PyObject *s_node, *s_overloads, *s_check, *s_compute, *s_saves, *s_ndim;
+
+PyDoc_STRVAR(configure_binary_doc,
+"configure_binary(float_dtypes, fpe_state, fpe_ignore, torch_layout, with_number_layout, asarray)\n\n"
+"The float dtypes binary() takes, numpy's error-state variable with the value that silences it,\n"
+"and the Python helpers it lays results out with (arithmetic.py calls this once).");
+
+static PyObject *configure_binary(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *dtypes, *state, *ignore, *two, *number, *asarray;
+    if (!PyArg_ParseTuple(args, "O!O!OOOO:configure_binary", &PyTuple_Type, &dtypes, &PyContextVar_Type, &state,
+                          &ignore, &two, &number, &asarray))
+        return NULL;
+    Py_INCREF(two);
+    Py_XSETREF(layout_of_two, two);
+    Py_INCREF(number);
+    Py_XSETREF(layout_with_number, number);
+    Py_INCREF(asarray);
+    Py_XSETREF(as_array, asarray);
+    Py_INCREF(dtypes);
+    Py_XSETREF(float_dtypes, dtypes);
+    Py_INCREF(state);
+    Py_XSETREF(fpe_state, state);
+    Py_INCREF(ignore);
+    Py_XSETREF(fpe_ignore, ignore);
+    Py_RETURN_NONE;
+}
+
+/* A Tensor slot's value, borrowed (NULL if never set). */
+static PyObject *slot_of(PyObject *tensor, int which)
+{
+    return *(PyObject **)((char *)tensor + wrap_offsets[which]);
+}
+
+/* A plain (not a view) Tensor's numpy array, borrowed; NULL when x is anything else. */
+static PyObject *plain_array(PyObject *x)
+{
+    if (!PyObject_TypeCheck(x, wrap_tensor_type) || slot_of(x, WRAP_BASE) != Py_None)
+        return NULL;
+    PyObject *data = slot_of(x, WRAP_DATA);
+    return data && (PyObject *)Py_TYPE(data) == PyTuple_GET_ITEM(wrap_array_types, 0) ? data : NULL;
+}
+
+/* Whether the array's dtype object is one of float_dtypes (1), not (0), or -1 on an error.
+ * *dtype gets it (a new reference) when 1. */
+static int float_dtype(PyObject *array, PyObject **dtype)
+{
+    PyObject *dt = PyObject_GetAttr(array, s_dtype);
+    if (!dt)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(float_dtypes); ++i)
+        if (dt == PyTuple_GET_ITEM(float_dtypes, i)) {
+            *dtype = dt;
+            return 1;
+        }
+    Py_DECREF(dt);
+    return 0;
+}
+
+/* Whether an array of two or more dimensions gives an elementwise result with a number in
+ * another layout than numpy's (not C-contiguous, or a dimension of 1: see with_number_layout),
+ * 1 or 0, or -1 on an error. */
+static int numbers_layout_differs(PyObject *data)
+{
+    if (!array_has(data, PyBUF_C_CONTIGUOUS))
+        return 1;
+    PyObject *shape = PyObject_GetAttr(data, s_shape);
+    if (!shape)
+        return -1;
+    int ones = 0;
+    for (Py_ssize_t i = 0; PyTuple_Check(shape) && i < PyTuple_GET_SIZE(shape) && !ones; ++i) {
+        const long extent = PyLong_AsLong(PyTuple_GET_ITEM(shape, i));
+        if (extent == -1 && PyErr_Occurred()) {
+            Py_DECREF(shape);
+            return -1;
+        }
+        ones = extent == 1;
+    }
+    Py_DECREF(shape);
+    return ones;
+}
+
+PyDoc_STRVAR(binary_doc,
+"binary(op, input, other)\n\n"
+"arithmetic.Binary.__call__(op, input, other) for its commonest case, or None to say the Python\n"
+"definition must run: input a plain float Tensor, other a Python float or int or a plain\n"
+"Tensor of the very same dtype, no capture running, anomaly mode off where a node is recorded.\n"
+"The same calls in the same order as the Python path: op.check, op.compute with numpy's\n"
+"floating-point errors silenced, the result wrapped, the node recorded, op._saved.  numpy's\n"
+"ValueError or MemoryError (shapes that do not broadcast, a result too big) returns None, so\n"
+"the Python path computes again and raises its own error.");
+
+static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "binary() takes 3 arguments (%zd given)", nargs);
+    if (!float_dtypes || !as_array || !wrap_tensor_type || !grad_state || !anomaly_state || !node_numbers)
+        Py_RETURN_NONE;                     /* not configured yet: the Python path */
+    PyObject *op = args[0], *input = args[1], *other = args[2];
+    PyObject *data = plain_array(input), *raw = other;
+    const int other_is_tensor = !(PyFloat_CheckExact(other) || PyLong_CheckExact(other));
+    if (!data || (other_is_tensor && !(raw = plain_array(other))))
+        Py_RETURN_NONE;
+    PyObject *dtype = NULL, *node_cls = NULL, *value = NULL, *result = NULL;
+    int st = float_dtype(data, &dtype);
+    if (st <= 0)
+        return st < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+    PyObject *ndim_object = PyObject_GetAttr(data, s_ndim);
+    if (!ndim_object)
+        goto fail;
+    const long ndim = PyLong_AsLong(ndim_object);
+    Py_DECREF(ndim_object);
+    if (ndim == -1 && PyErr_Occurred())
+        goto fail;
+    if (other_is_tensor) {
+        PyObject *other_dtype = PyObject_GetAttr(raw, s_dtype);
+        if (!other_dtype)
+            goto fail;
+        Py_DECREF(other_dtype);
+        if (other_dtype != dtype)
+            goto python;
+    }
+    if ((st = capturing()) != 0)
+        goto python_or_fail;
+    /* Whether a node is recorded: it is decided before computing, so that a case the Python path
+     * must record (anomaly mode) is left to it whole. */
+    if (!(node_cls = PyObject_GetAttr(op, s_node)))
+        goto fail;
+    int recording = node_cls != Py_None;
+    if (recording && (st = attr_true(grad_state, s_enabled)) <= 0) {
+        if (st < 0)
+            goto fail;
+        recording = 0;
+    }
+    if (recording)
+        recording = slot_of(input, WRAP_REQUIRES_GRAD) == Py_True ||
+                 (other_is_tensor && slot_of(other, WRAP_REQUIRES_GRAD) == Py_True);
+    if (recording) {
+        PyObject *anomaly = PySequence_GetItem(anomaly_state, 0);
+        if (!anomaly)
+            goto fail;
+        st = PyObject_IsTrue(anomaly);
+        Py_DECREF(anomaly);
+        if (st != 0)
+            goto python_or_fail;
+    }
+    PyObject *check = PyObject_GetAttr(op, s_check);
+    if (!check)
+        goto fail;
+    if (check != Py_None) {
+        PyObject *checked = PyObject_CallFunctionObjArgs(check, input, other, dtype, NULL);
+        Py_DECREF(check);
+        if (!checked)
+            goto fail;
+        Py_DECREF(checked);
+    } else {
+        Py_DECREF(check);
+    }
+    PyObject *compute = PyObject_GetAttr(op, s_compute);
+    if (!compute)
+        goto fail;
+    PyObject *token = PyContextVar_Set(fpe_state, fpe_ignore);
+    if (!token) {
+        Py_DECREF(compute);
+        goto fail;
+    }
+    value = PyObject_CallFunctionObjArgs(compute, data, raw, NULL);
+    Py_DECREF(compute);
+    if (PyContextVar_Reset(fpe_state, token) < 0) {
+        Py_DECREF(token);
+        goto fail;
+    }
+    Py_DECREF(token);
+    if (!value) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear();
+            goto python;                    /* the Python path raises its own words */
+        }
+        goto fail;
+    }
+    if (ndim > 1) {
+        /* torch's memory layout for the result, as the Python path lays it out */
+        PyObject *laid = NULL;
+        if (other_is_tensor) {
+            if (array_has(data, PyBUF_C_CONTIGUOUS) && array_has(raw, PyBUF_C_CONTIGUOUS))
+                goto laid_out;              /* torch_layout's first test: numpy's layout is torch's */
+            PyObject *pair = PyTuple_Pack(2, data, raw);
+            laid = pair ? PyObject_CallFunctionObjArgs(layout_of_two, value, pair, NULL) : NULL;
+            Py_XDECREF(pair);
+        } else {
+            if ((st = numbers_layout_differs(data)) < 0)
+                goto fail;
+            if (!st)
+                goto laid_out;
+            laid = PyObject_CallFunctionObjArgs(layout_with_number, value, data, NULL);
+        }
+        if (!laid)
+            goto fail;
+        Py_SETREF(value, laid);
+    }
+laid_out:
+    if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(wrap_array_types, 0)) {
+        PyObject *array = PyObject_CallOneArg(as_array, value);     /* numpy gave a scalar */
+        if (!array)
+            goto fail;
+        Py_SETREF(value, array);
+        if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(wrap_array_types, 0))
+            goto python;
+    }
+    if (!(result = new_tensor(value)))
+        goto fail;
+    if (!recording)
+        goto done;
+    PyObject *overloads = PyObject_GetAttr(op, s_overloads);
+    if (!overloads)
+        goto fail;
+    if (overloads != Py_None) {
+        /* Binary._node: torch names the node by overload, (self is a tensor, other is) */
+        PyObject *key = PyTuple_Pack(2, Py_True, other_is_tensor ? Py_True : Py_False);
+        PyObject *named = key ? PyObject_CallMethod(overloads, "get", "OO", key, node_cls) : NULL;
+        Py_XDECREF(key);
+        Py_DECREF(overloads);
+        if (!named)
+            goto fail;
+        Py_SETREF(node_cls, named);
+    } else {
+        Py_DECREF(overloads);
+    }
+    if (!PyType_Check(node_cls)) {
+        PyErr_SetString(PyExc_TypeError, "binary(): an op's node must be a class");
+        goto fail;
+    }
+    PyObject *inputs = PyTuple_Pack(2, input, other);
+    PyObject *node = inputs ? record_node(node_cls, inputs, result, s_empty) : NULL;
+    Py_XDECREF(inputs);
+    if (!node)
+        goto fail;
+    PyObject *saves = PyObject_GetAttr(op, s_saves);
+    st = saves ? 0 : -1;
+    if (saves && saves != Py_None) {
+        PyObject *values = PyObject_CallMethodObjArgs(op, s_saved, node, input, other, result, input, NULL);
+        st = values ? PyObject_SetAttr(node, s_saved, values) : -1;
+        Py_XDECREF(values);
+    }
+    Py_XDECREF(saves);
+    Py_DECREF(node);
+    if (st < 0)
+        goto fail;
+done:
+    Py_DECREF(dtype);
+    Py_XDECREF(node_cls);
+    Py_XDECREF(value);
+    return result;
+python_or_fail:
+    if (st < 0)
+        goto fail;
+python:
+    Py_DECREF(dtype);
+    Py_XDECREF(node_cls);
+    Py_XDECREF(value);
+    Py_XDECREF(result);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(dtype);
+    Py_XDECREF(node_cls);
+    Py_XDECREF(value);
+    Py_XDECREF(result);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"configure_leaves", configure_leaves, METH_VARARGS, configure_leaves_doc},
     {"configure_wrap", configure_wrap, METH_VARARGS, configure_wrap_doc},
@@ -1164,6 +1457,8 @@ static PyMethodDef methods[] = {
     {"record", record, METH_VARARGS, record_doc},
     {"configure_record", configure_record, METH_VARARGS, configure_record_doc},
     {"builtin_apply", (PyCFunction)(void (*)(void))builtin_apply, METH_FASTCALL, builtin_apply_doc},
+    {"configure_binary", configure_binary, METH_VARARGS, configure_binary_doc},
+    {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL, binary_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1190,6 +1485,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_active, "_active"}, {&s_enabled, "enabled"}, {&s_grad, "_grad"},
         {&s_post_accumulate_hooks, "_post_accumulate_hooks"}, {&s_dict, "__dict__"}, {&s_grad_lock, "_grad_lock"},
         {&s_acquire, "acquire"}, {&s_release_lock, "release"}, {&s_array_base, "base"},
+        {&s_node, "node"}, {&s_overloads, "overloads"}, {&s_check, "check"}, {&s_compute, "compute"},
+        {&s_saves, "saves"}, {&s_ndim, "ndim"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
