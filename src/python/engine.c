@@ -1281,21 +1281,21 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const int other_is_tensor = !(PyFloat_CheckExact(other) || PyLong_CheckExact(other));
     if (!data || (other_is_tensor && !(raw = plain_array(other))))
         Py_RETURN_NONE;
-    PyObject *dtype = NULL, *node_cls = NULL, *value = NULL, *result = NULL;
+    PyObject *dtype = NULL, *node_cls = NULL, *value = NULL, *result = NULL, *answer = NULL;
     int st = float_dtype(data, &dtype);
     if (st <= 0)
         return st < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
     PyObject *ndim_object = PyObject_GetAttr(data, s_ndim);
     if (!ndim_object)
-        goto fail;
+        goto out;
     const long ndim = PyLong_AsLong(ndim_object);
     Py_DECREF(ndim_object);
     if (ndim == -1 && PyErr_Occurred())
-        goto fail;
+        goto out;
     if (other_is_tensor) {
         PyObject *other_dtype = PyObject_GetAttr(raw, s_dtype);
         if (!other_dtype)
-            goto fail;
+            goto out;
         Py_DECREF(other_dtype);
         if (other_dtype != dtype)
             goto python;
@@ -1305,11 +1305,11 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     /* Whether a node is recorded: it is decided before computing, so that a case the Python path
      * must record (anomaly mode) is left to it whole. */
     if (!(node_cls = PyObject_GetAttr(op, s_node)))
-        goto fail;
+        goto out;
     int recording = node_cls != Py_None;
     if (recording && (st = attr_true(grad_state, s_enabled)) <= 0) {
         if (st < 0)
-            goto fail;
+            goto out;
         recording = 0;
     }
     if (recording)
@@ -1318,7 +1318,7 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (recording) {
         PyObject *anomaly = PySequence_GetItem(anomaly_state, 0);
         if (!anomaly)
-            goto fail;
+            goto out;
         st = PyObject_IsTrue(anomaly);
         Py_DECREF(anomaly);
         if (st != 0)
@@ -1326,29 +1326,29 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *check = PyObject_GetAttr(op, s_check);
     if (!check)
-        goto fail;
+        goto out;
     if (check != Py_None) {
         PyObject *checked = PyObject_CallFunctionObjArgs(check, input, other, dtype, NULL);
         Py_DECREF(check);
         if (!checked)
-            goto fail;
+            goto out;
         Py_DECREF(checked);
     } else {
         Py_DECREF(check);
     }
     PyObject *compute = PyObject_GetAttr(op, s_compute);
     if (!compute)
-        goto fail;
+        goto out;
     PyObject *token = PyContextVar_Set(fpe_state, fpe_ignore);
     if (!token) {
         Py_DECREF(compute);
-        goto fail;
+        goto out;
     }
     value = PyObject_CallFunctionObjArgs(compute, data, raw, NULL);
     Py_DECREF(compute);
     if (PyContextVar_Reset(fpe_state, token) < 0) {
         Py_DECREF(token);
-        goto fail;
+        goto out;
     }
     Py_DECREF(token);
     if (!value) {
@@ -1356,7 +1356,7 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Clear();
             goto python;                    /* the Python path raises its own words */
         }
-        goto fail;
+        goto out;
     }
     if (ndim > 1) {
         /* torch's memory layout for the result, as the Python path lays it out */
@@ -1369,31 +1369,31 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_XDECREF(pair);
         } else {
             if ((st = numbers_layout_differs(data)) < 0)
-                goto fail;
+                goto out;
             if (!st)
                 goto laid_out;
             laid = PyObject_CallFunctionObjArgs(layout_with_number, value, data, NULL);
         }
         if (!laid)
-            goto fail;
+            goto out;
         Py_SETREF(value, laid);
     }
 laid_out:
     if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(wrap_array_types, 0)) {
         PyObject *array = PyObject_CallOneArg(as_array, value);     /* numpy gave a scalar */
         if (!array)
-            goto fail;
+            goto out;
         Py_SETREF(value, array);
         if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(wrap_array_types, 0))
             goto python;
     }
     if (!(result = new_tensor(value)))
-        goto fail;
+        goto out;
     if (!recording)
         goto done;
     PyObject *overloads = PyObject_GetAttr(op, s_overloads);
     if (!overloads)
-        goto fail;
+        goto out;
     if (overloads != Py_None) {
         /* Binary._node: torch names the node by overload, (self is a tensor, other is) */
         PyObject *key = PyTuple_Pack(2, Py_True, other_is_tensor ? Py_True : Py_False);
@@ -1401,20 +1401,20 @@ laid_out:
         Py_XDECREF(key);
         Py_DECREF(overloads);
         if (!named)
-            goto fail;
+            goto out;
         Py_SETREF(node_cls, named);
     } else {
         Py_DECREF(overloads);
     }
     if (!PyType_Check(node_cls)) {
         PyErr_SetString(PyExc_TypeError, "binary(): an op's node must be a class");
-        goto fail;
+        goto out;
     }
     PyObject *inputs = PyTuple_Pack(2, input, other);
     PyObject *node = inputs ? record_node(node_cls, inputs, result, s_empty) : NULL;
     Py_XDECREF(inputs);
     if (!node)
-        goto fail;
+        goto out;
     PyObject *saves = PyObject_GetAttr(op, s_saves);
     st = saves ? 0 : -1;
     if (saves && saves != Py_None) {
@@ -1425,27 +1425,23 @@ laid_out:
     Py_XDECREF(saves);
     Py_DECREF(node);
     if (st < 0)
-        goto fail;
+        goto out;
 done:
-    Py_DECREF(dtype);
-    Py_XDECREF(node_cls);
-    Py_XDECREF(value);
-    return result;
+    answer = result;
+    result = NULL;
+    goto out;
 python_or_fail:
     if (st < 0)
-        goto fail;
+        goto out;
 python:
-    Py_DECREF(dtype);
-    Py_XDECREF(node_cls);
-    Py_XDECREF(value);
-    Py_XDECREF(result);
-    Py_RETURN_NONE;
-fail:
+    Py_INCREF(Py_None);
+    answer = Py_None;
+out:        /* every way out; answer is still NULL after an error */
     Py_XDECREF(dtype);
     Py_XDECREF(node_cls);
     Py_XDECREF(value);
     Py_XDECREF(result);
-    return NULL;
+    return answer;
 }
 
 static PyMethodDef methods[] = {
