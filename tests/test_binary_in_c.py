@@ -209,3 +209,28 @@ def test_the_compiled_path_leaves_a_capture_to_python():
         out = captured(x)
     np.testing.assert_array_equal(out.numpy(), np.full(4, 3.0, np.float32))
     assert any(c is None for c in calls)        # while recording, Python's path (which tells the capture)
+
+
+def test_the_compiled_path_keeps_no_reference_of_its_own():
+    """Taken, declined or failed in numpy, a call leaves every object it
+    touched with the references it had (a leak here grows each step)."""
+    import sys
+
+    a = cx.from_numpy(np.ones((3, 4), np.float32)).requires_grad_()
+    b = cx.from_numpy(np.ones((3, 4), np.float32))
+    c = cx.from_numpy(np.ones(5, np.float32))
+    t = cx.from_numpy(np.ones((4, 3), np.float32)).t()       # a transposed view
+    watched = [a, b, a._data, b._data, c._data, np.dtype(np.float32), arithmetic._MUL, arithmetic._MUL.node,
+               arithmetic._SUB.overloads, 2.5]
+
+    def calls():
+        _engine.binary(arithmetic._MUL, a, b)        # taken, recorded, saves both
+        _engine.binary(arithmetic._SUB, a, 2.5)      # taken, an overload's node
+        _engine.binary(arithmetic._MUL, b.t(), 2.5)  # taken, laid out like the input
+        _engine.binary(arithmetic._MUL, a, c)        # numpy's ValueError: declined
+        _engine.binary(arithmetic._MUL, t, 2.5)      # a view: declined
+    calls()
+    before = [sys.getrefcount(x) for x in watched]
+    for _ in range(200):
+        calls()
+    assert [sys.getrefcount(x) for x in watched] == before
