@@ -234,3 +234,44 @@ def test_the_compiled_path_keeps_no_reference_of_its_own():
     for _ in range(200):
         calls()
     assert [sys.getrefcount(x) for x in watched] == before
+
+
+def test_an_array_rebound_while_the_op_runs_stays_alive():
+    """op.check is Python code: rebinding the input's array there (another
+    thread could too) must not free the array the op goes on to read."""
+    x = cx.from_numpy(np.arange(3.0))
+
+    def rebind(a, b, dtype):
+        a._data = np.full(3, 7.0)
+    op = arithmetic.Binary("mul_rebinding", np.multiply, check=rebind)
+    for _ in range(50):
+        x._data = np.arange(3.0) + 1.0
+        out = _engine.binary(op, x, 2.0)
+        np.testing.assert_array_equal(out.numpy(), [2.0, 4.0, 6.0])     # the array it started with
+    assert x.tolist() == [7.0, 7.0, 7.0]
+
+
+def test_a_failing_op_is_checked_once_by_each_path():
+    calls = []
+    op = arithmetic.Binary("add_counted", np.add, check=lambda a, b, dtype: calls.append(1))
+    method = arithmetic._operator(cx.add, binary=op)         # as Tensor.__add__ is made
+    with pytest.raises(RuntimeError, match="must match the size"):
+        method(cx.ones(3), cx.ones(4))
+    assert len(calls) == 2                  # compiled once (numpy refused: declined), Python once
+
+
+def test_a_subclass_that_redefines_an_attribute_is_left_to_python():
+    class AlwaysRequiresGrad(cx.Tensor):
+        @property
+        def _requires_grad(self):
+            return True
+
+        @_requires_grad.setter
+        def _requires_grad(self, value):
+            pass
+    odd = cx.from_numpy(np.ones(3)).as_subclass(AlwaysRequiresGrad) if hasattr(cx.Tensor, "as_subclass") else None
+    if odd is None or type(odd) is not AlwaysRequiresGrad:
+        pytest.skip("as_subclass is not available to make the subclass instance")
+    assert _engine.binary(arithmetic._MUL, odd, 2.0) is None
+    parameter = cx.nn.Parameter(cx.ones(3))
+    assert isinstance(_engine.binary(arithmetic._MUL, parameter, 2.0), cx.Tensor)

@@ -126,6 +126,10 @@ class Binary:
             result = _binary_in_c(self, input, other)
             if result is not None:
                 return result
+        return self._call_in_python(input, other, out)
+
+    def _call_in_python(self, input, other, out=None):
+        """__call__ without the compiled attempt (made already, or declined)."""
         # The common case first: a CPU tensor with a tensor of its dtype or a
         # Python number that cannot change its dtype.  No promotion work, no
         # extra checks; the result is the same as the general path's.
@@ -1089,7 +1093,7 @@ def _operator(function, reflected=False, binary=None):
                 return result
             t = type(other)
             if t is float or t is int or getattr(other, "_data", None) is not None:
-                return binary(self, other)
+                return binary._call_in_python(self, other)
             other = operand(other)
             if other is NotImplemented:
                 return NotImplemented

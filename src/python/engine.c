@@ -1211,13 +1211,46 @@ static PyObject *slot_of(PyObject *tensor, int which)
     return *(PyObject **)((char *)tensor + wrap_offsets[which]);
 }
 
-/* A plain (not a view) Tensor's numpy array, borrowed; NULL when x is anything else. */
+static PyTypeObject *plain_subclass;    /* the last Tensor subclass found to keep Tensor's slots */
+
+/* Whether x is a Tensor, or of a subclass (Parameter) whose _data, _base and _requires_grad are
+ * still Tensor's own slots, so that reading the slots is reading the attributes: 1, 0, or -1. */
+static int slots_are_attributes(PyObject *x)
+{
+    PyTypeObject *type = Py_TYPE(x);
+    if (type == wrap_tensor_type || type == plain_subclass)
+        return 1;
+    if (!PyType_IsSubtype(type, wrap_tensor_type))
+        return 0;
+    const int names[] = {WRAP_DATA, WRAP_BASE, WRAP_REQUIRES_GRAD};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        PyObject *own = PyObject_GetAttrString((PyObject *)type, wrap_slot_names[names[i]]);
+        PyObject *base = own ? PyObject_GetAttrString((PyObject *)wrap_tensor_type, wrap_slot_names[names[i]]) : NULL;
+        const int same = own == base;
+        Py_XDECREF(own);
+        Py_XDECREF(base);
+        if (!base)
+            return -1;
+        if (!same)
+            return 0;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(plain_subclass, type);
+    return 1;
+}
+
+/* A plain (not a view) Tensor's numpy array, a new reference (a call into Python may rebind
+ * the slot); NULL when x is anything else, or on an error (then with the exception set). */
 static PyObject *plain_array(PyObject *x)
 {
-    if (!PyObject_TypeCheck(x, wrap_tensor_type) || slot_of(x, WRAP_BASE) != Py_None)
+    const int plain = slots_are_attributes(x);
+    if (plain <= 0 || slot_of(x, WRAP_BASE) != Py_None)
         return NULL;
     PyObject *data = slot_of(x, WRAP_DATA);
-    return data && (PyObject *)Py_TYPE(data) == PyTuple_GET_ITEM(wrap_array_types, 0) ? data : NULL;
+    if (!data || (PyObject *)Py_TYPE(data) != PyTuple_GET_ITEM(wrap_array_types, 0))
+        return NULL;
+    Py_INCREF(data);
+    return data;
 }
 
 /* Whether the array's dtype object is one of float_dtypes (1), not (0), or -1 on an error.
@@ -1248,7 +1281,7 @@ static int numbers_layout_differs(PyObject *data)
         return -1;
     int ones = 0;
     for (Py_ssize_t i = 0; PyTuple_Check(shape) && i < PyTuple_GET_SIZE(shape) && !ones; ++i) {
-        const long extent = PyLong_AsLong(PyTuple_GET_ITEM(shape, i));
+        const Py_ssize_t extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
         if (extent == -1 && PyErr_Occurred()) {
             Py_DECREF(shape);
             return -1;
@@ -1277,14 +1310,20 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!float_dtypes || !as_array || !wrap_tensor_type || !grad_state || !anomaly_state || !node_numbers)
         Py_RETURN_NONE;                     /* not configured yet: the Python path */
     PyObject *op = args[0], *input = args[1], *other = args[2];
-    PyObject *data = plain_array(input), *raw = other;
     const int other_is_tensor = !(PyFloat_CheckExact(other) || PyLong_CheckExact(other));
-    if (!data || (other_is_tensor && !(raw = plain_array(other))))
-        Py_RETURN_NONE;
+    /* Owned: op.check and op.compute run Python code, which may rebind a tensor's _data. */
+    PyObject *data = plain_array(input), *raw = NULL;
+    if (data && other_is_tensor)
+        raw = plain_array(other);
+    else if (data)
+        Py_INCREF(raw = other);
     PyObject *dtype = NULL, *node_cls = NULL, *value = NULL, *result = NULL, *answer = NULL;
-    int st = float_dtype(data, &dtype);
+    int st = PyErr_Occurred() ? -1 : 0;
+    if (!raw)
+        goto python_or_fail;
+    st = float_dtype(data, &dtype);
     if (st <= 0)
-        return st < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+        goto python_or_fail;
     PyObject *ndim_object = PyObject_GetAttr(data, s_ndim);
     if (!ndim_object)
         goto out;
@@ -1296,8 +1335,9 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *other_dtype = PyObject_GetAttr(raw, s_dtype);
         if (!other_dtype)
             goto out;
+        st = other_dtype == dtype;
         Py_DECREF(other_dtype);
-        if (other_dtype != dtype)
+        if (!st)
             goto python;
     }
     if ((st = capturing()) != 0)
@@ -1312,9 +1352,17 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto out;
         recording = 0;
     }
-    if (recording)
-        recording = slot_of(input, WRAP_REQUIRES_GRAD) == Py_True ||
-                 (other_is_tensor && slot_of(other, WRAP_REQUIRES_GRAD) == Py_True);
+    for (int i = 0; recording && i < 1 + other_is_tensor; ++i) {
+        PyObject *requires = slot_of(i ? other : input, WRAP_REQUIRES_GRAD);
+        if (!requires)
+            goto python;                    /* unset: Python's getattr raises */
+        if ((st = PyObject_IsTrue(requires)) < 0)
+            goto out;
+        if (st)
+            break;
+        if (i == other_is_tensor)
+            recording = 0;                  /* neither requires grad */
+    }
     if (recording) {
         PyObject *anomaly = PySequence_GetItem(anomaly_state, 0);
         if (!anomaly)
@@ -1346,11 +1394,29 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     value = PyObject_CallFunctionObjArgs(compute, data, raw, NULL);
     Py_DECREF(compute);
-    if (PyContextVar_Reset(fpe_state, token) < 0) {
-        Py_DECREF(token);
-        goto out;
+    /* compute's error, if any, waits while the error state is restored */
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *pending = PyErr_GetRaisedException();
+    st = PyContextVar_Reset(fpe_state, token);
+    if (st < 0)
+        Py_XDECREF(pending);
+    else
+        PyErr_SetRaisedException(pending);
+#else
+    PyObject *type, *error, *trace;
+    PyErr_Fetch(&type, &error, &trace);
+    st = PyContextVar_Reset(fpe_state, token);
+    if (st < 0) {
+        Py_XDECREF(type);
+        Py_XDECREF(error);
+        Py_XDECREF(trace);
+    } else {
+        PyErr_Restore(type, error, trace);
     }
+#endif
     Py_DECREF(token);
+    if (st < 0)
+        goto out;
     if (!value) {
         if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_MemoryError)) {
             PyErr_Clear();
@@ -1437,6 +1503,8 @@ python:
     Py_INCREF(Py_None);
     answer = Py_None;
 out:        /* every way out; answer is still NULL after an error */
+    Py_XDECREF(data);
+    Py_XDECREF(raw);
     Py_XDECREF(dtype);
     Py_XDECREF(node_cls);
     Py_XDECREF(value);
