@@ -50,49 +50,35 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
     }
 }
 
+/* A step's six values of a transposed 8 x 8 block: stored as 4 + 2. */
+TARGET static inline void store_6_f32(float *dst, __m256 v)
+{
+    _mm_storeu_ps(dst, _mm256_castps256_ps128(v));
+    _mm_storel_pi((__m64 *)(dst + 4), _mm256_extractf128_ps(v, 1));
+}
+
+/* A's 6-row micro-panels (x in the forward pass, dy for dx): eight steps
+ * of the six rows (plus two zero rows) transposed as an 8 x 8 block.
+ * Values are only moved: the panel is bitwise what the portable loop
+ * packs. */
+#define PACK_A_ROWS pack_a_rows_avx2_f32
+#define AVEC __m256
+#define A_WIDTH 8
+#define A_LOAD(p) _mm256_loadu_ps(p)
+#define A_ZERO() _mm256_setzero_ps()
+#define A_STORE(p, v) store_6_f32(p, v)
+#define A_TRANSPOSE(r) transpose_8x8_f32(r)
+
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
-/*
- * A[0:mc, 0:kc], rows contiguous (x in the forward pass, dy for dx), into
- * 6-row micro-panels: 8 steps of the six rows at a time are loaded as six
- * vectors (plus two zero rows), transposed in registers, and each step's
- * six values stored as 4 + 2.  Values are only moved: the panel is bitwise
- * what the portable loop packs.
- */
-TARGET static void pack_a_rows_avx2_f32(int64_t mc, int64_t kc, const float *restrict a, int64_t rsa,
-                                        float *restrict ap)
-{
-    for (int64_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
-        const int64_t rows = mc - ir < MR ? mc - ir : MR;
-        const float *panel = a + ir * rsa;
-        int64_t p = 0;
-        if (rows == MR) {
-            for (; p + 8 <= kc; p += 8) {
-                __m256 r[8];
-#pragma GCC unroll 6
-                for (int q = 0; q < MR; ++q)
-                    r[q] = _mm256_loadu_ps(panel + q * rsa + p);
-                r[6] = r[7] = _mm256_setzero_ps();
-                transpose_8x8_f32(r);
-#pragma GCC unroll 8
-                for (int q = 0; q < 8; ++q) {
-                    float *dst = ap + (p + q) * MR;
-                    _mm_storeu_ps(dst, _mm256_castps256_ps128(r[q]));
-                    _mm_storel_pi((__m64 *)(dst + 4), _mm256_extractf128_ps(r[q], 1));
-                }
-            }
-        }
-        for (; p < kc; ++p) {
-            float *dst = ap + p * MR;
-            for (int64_t i = 0; i < rows; ++i)
-                dst[i] = panel[i * rsa + p];
-            for (int64_t i = rows; i < MR; ++i)
-                dst[i] = 0;
-        }
-    }
-}
-
+#undef PACK_A_ROWS
+#undef AVEC
+#undef A_WIDTH
+#undef A_LOAD
+#undef A_ZERO
+#undef A_STORE
+#undef A_TRANSPOSE
 
 /* Edge tiles of 1-2 and 3-4 rows (M = 32, 64, ... leave 2 or 4): a
  * narrower instance of the same kernel, reading the 6-row panels, about

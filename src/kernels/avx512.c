@@ -202,43 +202,26 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 #define NV 4
 #define UKERNEL ukernel_avx512_f64
 #define PACK_B_COLS pack_b_cols_avx512_f64
+/* A's panels: eight steps of six rows (two zero rows added) transposed as
+ * an 8 x 8 block, each step's six values stored under a mask. */
+#define PACK_A_ROWS pack_a_rows_avx512_f64
+#define AVEC __m512d
+#define A_WIDTH 8
+#define A_LOAD(p) _mm512_loadu_pd(p)
+#define A_ZERO() _mm512_setzero_pd()
+#define A_STORE(p, v) _mm512_mask_storeu_pd(p, (__mmask8)0x3f, v)
+#define A_TRANSPOSE(r) transpose_8x8_f64(r)
 
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
-/* Eight steps of six rows at a time: the rows (two zero rows added) are
- * transposed as an 8 x 8 block and each step's six values stored under a
- * mask.  Values are only moved: the panel is bitwise what the portable
- * loop packs. */
-TARGET static void pack_a_rows_avx512_f64(int64_t mc, int64_t kc, const double *restrict a, int64_t rsa,
-                                          double *restrict ap)
-{
-    for (int64_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
-        const int64_t rows = mc - ir < MR ? mc - ir : MR;
-        const double *panel = a + ir * rsa;
-        int64_t p = 0;
-        if (rows == MR) {
-            for (; p + 8 <= kc; p += 8) {
-                __m512d r[8];
-#pragma GCC unroll 6
-                for (int q = 0; q < MR; ++q)
-                    r[q] = _mm512_loadu_pd(panel + q * rsa + p);
-                r[6] = r[7] = _mm512_setzero_pd();
-                transpose_8x8_f64(r);
-#pragma GCC unroll 8
-                for (int q = 0; q < 8; ++q)
-                    _mm512_mask_storeu_pd(ap + (p + q) * MR, (__mmask8)0x3f, r[q]);
-            }
-        }
-        for (; p < kc; ++p) {
-            double *dst = ap + p * MR;
-            for (int64_t i = 0; i < rows; ++i)
-                dst[i] = panel[i * rsa + p];
-            for (int64_t i = rows; i < MR; ++i)
-                dst[i] = 0;
-        }
-    }
-}
+#undef PACK_A_ROWS
+#undef AVEC
+#undef A_WIDTH
+#undef A_LOAD
+#undef A_ZERO
+#undef A_STORE
+#undef A_TRANSPOSE
 
 /* Edge tiles of 1-2 and 3-4 rows (M = 64, 128, ... leave 4 or 2): a
  * narrower instance of the same kernel reading the 6-row panels. */

@@ -54,11 +54,18 @@ TARGET static void PACK_B_COLS(int64_t kc, int64_t nc, const REAL *restrict b, i
 }
 
 #ifdef PACK_A_ROWS
+#ifndef A_WIDTH
+#define A_WIDTH MR
+#define PACK_A_ROWS_OWN_WIDTH
+#endif
 /*
  * A[0:mc, 0:kc] with A[i][p] = a[i * rsa + p] (rows contiguous: x in the
  * forward pass, dy for dx) into mr-row micro-panels (kc steps of mr
- * values, rows past mc zero).  Needs an A-vector of exactly MR elements
- * (AVEC, A_LOAD, A_STORE) and A_TRANSPOSE of MR x MR of them.
+ * values, rows past mc zero).  A_WIDTH steps of a panel's MR rows at a
+ * time are loaded as MR A-vectors of A_WIDTH elements (AVEC, A_LOAD),
+ * padded with zero rows (A_ZERO) where MR is less, transposed as
+ * A_WIDTH x A_WIDTH (A_TRANSPOSE), and each step's first MR values
+ * stored (A_STORE).  A_WIDTH is MR unless given.
  */
 TARGET static void PACK_A_ROWS(int64_t mc, int64_t kc, const REAL *restrict a, int64_t rsa,
                                REAL *restrict ap)
@@ -68,14 +75,19 @@ TARGET static void PACK_A_ROWS(int64_t mc, int64_t kc, const REAL *restrict a, i
         const REAL *panel = a + ir * rsa;
         int64_t p = 0;
         if (rows == MR) {
-            for (; p + MR <= kc; p += MR) {
-                AVEC r[MR];
+            for (; p + A_WIDTH <= kc; p += A_WIDTH) {
+                AVEC r[A_WIDTH];
 #pragma GCC unroll 16
                 for (int q = 0; q < MR; ++q)
                     r[q] = A_LOAD(panel + q * rsa + p);
+#if A_WIDTH > MR
+#pragma GCC unroll 16
+                for (int q = MR; q < A_WIDTH; ++q)
+                    r[q] = A_ZERO();
+#endif
                 A_TRANSPOSE(r);
 #pragma GCC unroll 16
-                for (int q = 0; q < MR; ++q)
+                for (int q = 0; q < A_WIDTH; ++q)
                     A_STORE(ap + (p + q) * MR, r[q]);
             }
         }
@@ -88,4 +100,8 @@ TARGET static void PACK_A_ROWS(int64_t mc, int64_t kc, const REAL *restrict a, i
         }
     }
 }
+#ifdef PACK_A_ROWS_OWN_WIDTH
+#undef A_WIDTH
+#undef PACK_A_ROWS_OWN_WIDTH
+#endif
 #endif
