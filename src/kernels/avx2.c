@@ -72,14 +72,6 @@ TARGET static inline void store_6_f32(float *dst, __m256 v)
 #include "simd_ukernel.h"
 #include "simd_pack.h"
 
-#undef PACK_A_ROWS
-#undef AVEC
-#undef A_WIDTH
-#undef A_LOAD
-#undef A_ZERO
-#undef A_STORE
-#undef A_TRANSPOSE
-
 /* Edge tiles of 1-2 and 3-4 rows (M = 32, 64, ... leave 2 or 4): a
  * narrower instance of the same kernel, reading the 6-row panels, about
  * two thirds of a whole tile's time instead of all of it. */

@@ -108,13 +108,8 @@ TARGET static inline void transpose_8x8_f32(__m256 r[8])
 #define UKERNEL ukernel_avx512_f32
 #undef V_TRANSPOSE
 #undef PACK_B_COLS
-#undef PACK_A_ROWS
 #undef TINY
 #undef FMA1
-#undef AVEC
-#undef A_LOAD
-#undef A_STORE
-#undef A_TRANSPOSE
 #undef REAL
 #undef VEC
 #undef VL
@@ -182,11 +177,6 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 #include "simd_pack.h"
 
 #undef TINY
-#undef PACK_A_ROWS
-#undef AVEC
-#undef A_LOAD
-#undef A_STORE
-#undef A_TRANSPOSE
 #undef NV
 #undef UKERNEL
 #define NV 1
@@ -214,14 +204,6 @@ TARGET static inline void transpose_8x8_f64(__m512d r[8])
 
 #include "simd_ukernel.h"
 #include "simd_pack.h"
-
-#undef PACK_A_ROWS
-#undef AVEC
-#undef A_WIDTH
-#undef A_LOAD
-#undef A_ZERO
-#undef A_STORE
-#undef A_TRANSPOSE
 
 /* Edge tiles of 1-2 and 3-4 rows (M = 64, 128, ... leave 4 or 2): a
  * narrower instance of the same kernel reading the 6-row panels. */

@@ -56,7 +56,6 @@ TARGET static void PACK_B_COLS(int64_t kc, int64_t nc, const REAL *restrict b, i
 #ifdef PACK_A_ROWS
 #ifndef A_WIDTH
 #define A_WIDTH MR
-#define PACK_A_ROWS_OWN_WIDTH
 #endif
 /*
  * A[0:mc, 0:kc] with A[i][p] = a[i * rsa + p] (rows contiguous: x in the
@@ -65,7 +64,8 @@ TARGET static void PACK_B_COLS(int64_t kc, int64_t nc, const REAL *restrict b, i
  * time are loaded as MR A-vectors of A_WIDTH elements (AVEC, A_LOAD),
  * padded with zero rows (A_ZERO) where MR is less, transposed as
  * A_WIDTH x A_WIDTH (A_TRANSPOSE), and each step's first MR values
- * stored (A_STORE).  A_WIDTH is MR unless given.
+ * stored (A_STORE).  A_WIDTH is MR unless given.  These macros are
+ * undefined at the end of this header.
  */
 TARGET static void PACK_A_ROWS(int64_t mc, int64_t kc, const REAL *restrict a, int64_t rsa,
                                REAL *restrict ap)
@@ -100,8 +100,13 @@ TARGET static void PACK_A_ROWS(int64_t mc, int64_t kc, const REAL *restrict a, i
         }
     }
 }
-#ifdef PACK_A_ROWS_OWN_WIDTH
+/* The template's parameters are used up: the next instance defines its own. */
+#undef PACK_A_ROWS
+#undef AVEC
 #undef A_WIDTH
+#undef A_LOAD
+#undef A_ZERO
+#undef A_STORE
+#undef A_TRANSPOSE
 #undef PACK_A_ROWS_OWN_WIDTH
-#endif
 #endif
