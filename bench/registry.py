@@ -87,9 +87,9 @@ def interleaved(candidates, repeats, target=0.01, clock="wall", wall_samples=Non
     machine load falls on all of them alike.  The rounds cycle through
     every order, not only rotations of one: what a candidate leaves behind
     lands on each of the others alike.  (Rotations kept cextend right after
-    torch, whose freed 4 KiB pages left the next 128 MiB of huge pages to
-    be compacted: up to 380 ms of system time on cextend's dW at
-    1024 x 4096 x 4096.)  Wall times of the same samples go into
+    torch, whose 4 KiB pages leave no 2 MiB pages to recycle: on a VM that
+    hands freed huge pages back to its host, cextend's 128 MiB dW at
+    1024 x 4096 x 4096 met fresh ones, up to 380 ms of system time.)  Wall times of the same samples go into
     wall_samples when a dict is given, and the kernel's (system) time spent
     for the calling thread (on thread_cpu) or the process (on wall) into
     system_samples: page faults on fresh outputs show there, not in the
