@@ -84,7 +84,8 @@ bench: build
 
 # The whole test suite against an ASan + UBSan build of the extension.  The
 # sanitizer runtimes are preloaded into the (unsanitised) Python; any report
-# aborts the run.  The normal build is restored afterwards, pass or fail.
+# aborts the run (under xdist a report kills its worker, which fails the
+# run as "node down").  The normal build is restored afterwards, pass or fail.
 ASAN_RT := $(shell $(CC) -print-file-name=libasan.so)
 UBSAN_RT := $(shell $(CC) -print-file-name=libubsan.so)
 sanitize: $(INSTALLED)
@@ -94,7 +95,7 @@ sanitize: $(INSTALLED)
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	CEXTEND_SANITIZED=1 CEXTEND_TEST_ALL=1 PYTHONMALLOC=malloc \
-		$(PY) -m pytest tests -s -q -p no:cacheprovider $(PYTEST_ARGS) || status=$$?; \
+		$(PY) -m pytest tests -s -q -p no:cacheprovider $(PARALLEL) $(PYTEST_ARGS) || status=$$?; \
 	$(PY) ffi_build.py >/dev/null; rm -f $(BUILT); \
 	exit $$status
 
