@@ -792,8 +792,8 @@ def test_wrap_in_c_keeps_no_reference_of_its_own():
 def test_the_loop_takes_a_leafs_first_gradient_itself_as_accumulate_into_would(monkeypatch):
     """A step's first gradient into a leaf whose grad lock exists is set as .grad by the
     compiled loop: the engine's own array, no copy, the bits Python's AccumulateGrad.apply
-    gives.  Every other case (no lock yet, a .grad already there, create_graph) still runs
-    accumulate_into."""
+    gives; a later one is added into that .grad (tests/test_leaf_accumulation_in_c.py).  Every
+    other case (no lock yet, create_graph) still runs accumulate_into."""
     from cextend import _engine, _grad_state
     from cextend.autograd import graph
     calls = []
@@ -833,8 +833,11 @@ def test_the_loop_takes_a_leafs_first_gradient_itself_as_accumulate_into_would(m
         np.testing.assert_array_equal(p.grad.numpy(), want)
         assert id(p.grad._data) in handed                   # the engine's array, not a copy
         assert p.grad.grad_fn is None and not p.grad.requires_grad
-    step()                                                  # .grad already there: added in Python
-    assert len(calls) == 4
+    arrays = [p.grad._data for p in params]
+    step()                                                  # .grad already there: added in place, in C
+    assert calls == []
+    for p, array in zip(params, arrays):
+        assert p.grad._data is array
     for p, want in zip(params, expected):
         np.testing.assert_array_equal(p.grad.numpy(), want + want)
 

@@ -33,6 +33,8 @@
 
 /* engine.py's helpers and types, set by configure_backward(). */
 static PyObject *accumulate_grad_type;  /* AccumulateGrad */
+static PyObject *accumulate_grad_init;  /* its __init__, as graph.py defines it */
+static PyObject *s_init;                /* "__init__" */
 static PyObject *tensor_type;           /* Tensor */
 static PyObject *hooked_inputs;         /* (node, grads) -> grads, after tensor hooks and retain_grad */
 static PyObject *hooked_run;            /* (node, grads) -> results, with node hooks or anomaly checks */
@@ -722,6 +724,8 @@ static PyObject *accumulate(PyObject *self, PyObject *args)
 /* ---- recording: record.py's record() for the common case ---------------------------------- */
 
 /* (edge, meta) of one forward input, as record._edge_and_meta gives them (new references). */
+static PyObject *new_accumulator(PyObject *variable);
+
 static int input_edge(PyObject *x, PyObject **edge, PyObject **meta)
 {
     *edge = *meta = NULL;
@@ -760,7 +764,7 @@ static int input_edge(PyObject *x, PyObject **edge, PyObject **meta)
             return -1;
         if (node == Py_None) {        /* none alive: a new one, as graph.gradient_edge makes it */
             Py_DECREF(node);
-            if (!(node = PyObject_CallOneArg(accumulate_grad_type, x)))
+            if (!(node = new_accumulator(x)))
                 return -1;
             PyObject *weak = PyWeakref_NewRef(node, NULL);
             int set = weak ? PyObject_SetAttr(x, s_accumulator, weak) : -1;
@@ -924,7 +928,36 @@ static PyObject *configure_backward(PyObject *self, PyObject *args)
         Py_INCREF(objects[i]);
         Py_XSETREF(*slots[i], objects[i]);
     }
+    PyObject *init = PyObject_GetAttr(accumulate_grad_type, s_init);
+    if (!init)
+        return NULL;
+    Py_XSETREF(accumulate_grad_init, init);
     Py_RETURN_NONE;
+}
+
+/* AccumulateGrad(variable): while the class keeps the __init__ graph.py gave it (number the node,
+ * keep the variable), that __init__'s work without its Python frame; else the class is called. */
+static PyObject *new_accumulator(PyObject *variable)
+{
+    PyObject *init = PyObject_GetAttr(accumulate_grad_type, s_init);
+    if (!init)
+        return NULL;
+    Py_DECREF(init);
+    if (init != accumulate_grad_init || !node_numbers)
+        return PyObject_CallOneArg(accumulate_grad_type, variable);
+    PyObject *node = PyBaseObject_Type.tp_new((PyTypeObject *)accumulate_grad_type, s_empty, NULL);
+    if (!node)
+        return NULL;
+    PyObject *number = PyIter_Next(node_numbers);
+    if (!number && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "the node numbers ran out");
+    if (!number || PyObject_SetAttr(node, s_seq, number) < 0 || PyObject_SetAttr(node, s_variable, variable) < 0) {
+        Py_XDECREF(number);
+        Py_DECREF(node);
+        return NULL;
+    }
+    Py_DECREF(number);
+    return node;
 }
 
 /* -- wrap(): tensor._wrap for a plain array ------------------------------------------------ */
@@ -1090,25 +1123,179 @@ static int attr_is(PyObject *obj, PyObject *name, PyObject *value)
     return same;
 }
 
+/* Holds the leaf's grad lock (graph.grad_lock, which the Python path makes on a leaf's first
+ * accumulation): 1 when taken, 0 when the leaf has none yet (nothing taken), -1 on an error.
+ * *lock receives a new reference to release with release_grad_lock. */
+static int take_grad_lock(PyObject *variable, PyObject **lock)
+{
+    *lock = NULL;
+    PyObject *dict = PyObject_GetAttr(variable, s_dict);
+    if (!dict)
+        return -1;
+    PyObject *found = PyDict_GetItemWithError(dict, s_grad_lock);
+    Py_DECREF(dict);
+    if (!found)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(found);
+    PyObject *held = PyObject_CallMethodNoArgs(found, s_acquire);
+    if (!held) {
+        Py_DECREF(found);
+        return -1;
+    }
+    Py_DECREF(held);
+    *lock = found;
+    return 1;
+}
+
+/* Releases what take_grad_lock took; st is the caller's status, returned (-1 if releasing failed). */
+static int release_grad_lock(PyObject *lock, int st)
+{
+    PyObject *released = PyObject_CallMethodNoArgs(lock, s_release_lock);
+    Py_DECREF(lock);
+    if (!released)
+        return -1;
+    Py_DECREF(released);
+    return st;
+}
+
+/* .grad becomes a new Tensor around data (the first gradient of a step, stolen): 1 when done, 0
+ * when Python must do it, -1 on an error.  data is a writable C-contiguous array of its own that
+ * only the engine's gradient holds, and the leaf's array is C-contiguous (the layout contract
+ * asks nothing more of the gradient). */
+static int steal_first_gradient(PyObject *variable, PyObject *data)
+{
+    int st;
+    if ((st = array_has(data, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) <= 0 ||    /* a numpy array first */
+        (st = attr_is(data, s_array_base, Py_None)) <= 0)
+        return st;
+    PyObject *own = PyObject_GetAttr(variable, s_data);
+    if (!own)
+        return -1;
+    st = array_has(own, PyBUF_C_CONTIGUOUS);
+    Py_DECREF(own);
+    PyObject *lock;
+    if (st <= 0 || (st = take_grad_lock(variable, &lock)) <= 0)
+        return st;
+    st = attr_is(variable, s_grad, Py_None);   /* again, under the lock */
+    if (st > 0) {
+        PyObject *t = new_tensor(data);
+        if (!t || PyObject_SetAttr(variable, s_grad, t) < 0)
+            st = -1;
+        Py_XDECREF(t);
+    }
+    return release_grad_lock(lock, st);
+}
+
+/* Gradients at least this long are added with the GIL released, as numpy's add would. */
+#define ADD_WITHOUT_GIL_FROM 65536
+
+/* sum[i] += addend[i] over n float32 or float64 elements: one IEEE addition each, as numpy's
+ * add does them (the build has no -ffast-math), so the bits are the Python path's. */
+static void add_in_place(void *sum, const void *addend, Py_ssize_t n, int is_double)
+{
+    if (is_double) {
+        double *s = sum;
+        const double *a = addend;
+        for (Py_ssize_t i = 0; i < n; ++i)
+            s[i] += a[i];
+    } else {
+        float *s = sum;
+        const float *a = addend;
+        for (Py_ssize_t i = 0; i < n; ++i)
+            s[i] += a[i];
+    }
+}
+
+/* graph.accumulate_into's in-place case, for a .grad that is a plain Tensor around a writable
+ * C-contiguous float32/float64 numpy array and a gradient of the same dtype and shape, also
+ * C-contiguous, whose memory is either the .grad's own or apart from it: under the leaf's grad
+ * lock, .grad's array += the gradient's, and .grad's version goes up.  1 when done, 0 when
+ * Python must do it (nothing changed), -1 on an error. */
+static int add_to_existing_gradient(PyObject *variable, PyObject *current, PyObject *data)
+{
+    if (Py_TYPE(current) != wrap_tensor_type)
+        return 0;
+    PyObject *held = *(PyObject **)((char *)current + wrap_offsets[WRAP_DATA]);
+    PyObject *array_type = PyTuple_GET_ITEM(wrap_array_types, 0);
+    if (!held || (PyObject *)Py_TYPE(held) != array_type || (PyObject *)Py_TYPE(data) != array_type)
+        return 0;
+    Py_buffer sum, addend;
+    const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+    if (PyObject_GetBuffer(held, &sum, flags | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (PyObject_GetBuffer(data, &addend, flags) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&sum);
+        return 0;
+    }
+    int st = 0;
+    const char *format = sum.format ? sum.format : "B";
+    const int is_double = strcmp(format, "d") == 0;
+    int same = (is_double || strcmp(format, "f") == 0) && addend.format && strcmp(addend.format, format) == 0 &&
+               sum.ndim == addend.ndim && sum.len == addend.len;
+    for (int d = 0; same && d < sum.ndim; ++d)
+        same = sum.shape[d] == addend.shape[d];
+    /* numpy copies an addend that partly overlaps the sum first; identical memory adds as is */
+    const char *s0 = sum.buf, *a0 = addend.buf;
+    if (same && s0 != a0 && s0 < a0 + addend.len && a0 < s0 + sum.len)
+        same = 0;
+    PyObject *lock = NULL;
+    if (same && (st = take_grad_lock(variable, &lock)) > 0) {
+        PyObject *now = PyObject_GetAttr(variable, s_grad);       /* again, under the lock */
+        if (!now)
+            st = -1;
+        else if (now != current)
+            st = 0;
+        Py_XDECREF(now);
+        if (st > 0) {
+            const Py_ssize_t n = sum.len / sum.itemsize;
+            if (n >= ADD_WITHOUT_GIL_FROM) {
+                Py_BEGIN_ALLOW_THREADS
+                add_in_place(sum.buf, addend.buf, n, is_double);
+                Py_END_ALLOW_THREADS
+            } else {
+                add_in_place(sum.buf, addend.buf, n, is_double);
+            }
+            /* current._version_counter[0] += 1 */
+            PyObject *version = *(PyObject **)((char *)current + wrap_offsets[WRAP_VERSION]);
+            PyObject *one = PyLong_FromLong(1), *next = NULL;
+            if (!version || !PyList_CheckExact(version) || PyList_GET_SIZE(version) < 1 || !one ||
+                !(next = PyNumber_Add(PyList_GET_ITEM(version, 0), one)))
+                st = -1;
+            else
+                PyList_SetItem(version, 0, next);      /* steals next */
+            Py_XDECREF(one);
+            if (st < 0 && !PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "a .grad's _version_counter is not a one-item list");
+        }
+        st = release_grad_lock(lock, st);
+    }
+    PyBuffer_Release(&addend);
+    PyBuffer_Release(&sum);
+    return st;
+}
+
 /*
- * graph.AccumulateGrad.apply for the first gradient of a training step's leaf: the leaf
- * requires grad, has no history, no post-accumulate hooks and no .grad yet; grad mode is off
- * and no capture runs; the gradient is a Tensor only the engine's list holds, around a
- * writable C-contiguous array of its own that nothing else holds, and the leaf's array is
- * C-contiguous (the layout contract asks nothing more).  Then, as accumulate_into does under
- * the leaf's grad lock, .grad becomes a new Tensor around that array: no copy.  Returns 1 when
- * done, 0 when apply must run in Python (nothing was changed), -1 on an error.
+ * graph.AccumulateGrad.apply's common cases: the leaf requires grad, has no history and no
+ * post-accumulate hooks; grad mode is off and no capture runs; the gradient is a plain Tensor.
+ * The first gradient of a step is stolen (steal_first_gradient), a later one added into .grad
+ * (add_to_existing_gradient), each as accumulate_into does it.  Returns 1 when done, 0 when apply
+ * must run in Python (nothing was changed), -1 on an error.
  */
 static int accumulate_leaf_quickly(PyObject *node, PyObject *grads)
 {
     if (!leaf_apply || !wrap_tensor_type || !PyList_CheckExact(grads) || PyList_GET_SIZE(grads) != 1)
         return 0;
     PyObject *grad = PyList_GET_ITEM(grads, 0);
-    if (Py_TYPE(grad) != wrap_tensor_type || Py_REFCNT(grad) != 1)
+    if (Py_TYPE(grad) != wrap_tensor_type)
         return 0;
     PyObject *data = *(PyObject **)((char *)grad + wrap_offsets[WRAP_DATA]);     /* borrowed */
-    if (!data || Py_REFCNT(data) != 1)
+    if (!data)
         return 0;
+    /* only the engine's list holds the gradient and its array: they may become .grad */
+    const int stealable = Py_REFCNT(grad) == 1 && Py_REFCNT(data) == 1;
     PyObject *apply = PyObject_GetAttr((PyObject *)Py_TYPE(node), s_apply);
     if (!apply)
         return -1;
@@ -1118,54 +1305,29 @@ static int accumulate_leaf_quickly(PyObject *node, PyObject *grads)
     int st;
     if ((st = capturing()) != 0 || (st = attr_true(grad_state, s_enabled)) != 0)
         return st < 0 ? -1 : 0;
-    if ((st = array_has(data, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) <= 0 ||    /* a numpy array first */
-        (st = attr_is(data, s_array_base, Py_None)) <= 0)
-        return st;
     PyObject *variable = PyObject_GetAttr(node, s_variable);
     if (!variable)
         return -1;
-    PyObject *lock = NULL, *dict = NULL, *own = NULL;
+    Py_INCREF(data);        /* held while Python code (a property, a lock) may run */
+    PyObject *current = NULL;
     int done = 0;
     if ((st = attr_true(variable, s_requires_grad)) <= 0 || (st = attr_is(variable, s_grad_fn, Py_None)) <= 0 ||
-        (st = attr_true(variable, s_post_accumulate_hooks)) != 0 || (st = attr_is(variable, s_grad, Py_None)) <= 0)
-        goto out;       /* apply's other branches (it raises for a history) */
-    if (!(own = PyObject_GetAttr(variable, s_data)) || (st = array_has(own, PyBUF_C_CONTIGUOUS)) <= 0)
-        goto out;
-    /* grad_lock(variable): made by the Python path on a leaf's first accumulation */
-    if (!(dict = PyObject_GetAttr(variable, s_dict)))
-        goto out;
-    lock = PyDict_GetItemWithError(dict, s_grad_lock);
-    if (!lock) {
-        st = PyErr_Occurred() ? -1 : 0;
-        goto out;
-    }
-    Py_INCREF(lock);
-    PyObject *held = PyObject_CallMethodNoArgs(lock, s_acquire);
-    if (!held) {
+        (st = attr_true(variable, s_post_accumulate_hooks)) != 0)
+        goto out;       /* apply's other branches (it raises for a history, runs the hooks) */
+    if (!(current = PyObject_GetAttr(variable, s_grad))) {
         st = -1;
         goto out;
     }
-    Py_DECREF(held);
-    st = attr_is(variable, s_grad, Py_None);   /* again, under the lock */
-    if (st > 0) {
-        PyObject *t = new_tensor(data);
-        if (!t || PyObject_SetAttr(variable, s_grad, t) < 0)
-            st = -1;
-        Py_XDECREF(t);
-        done = st > 0;
-    }
-    PyObject *released = PyObject_CallMethodNoArgs(lock, s_release_lock);
-    if (!released)
-        st = -1;
-    Py_XDECREF(released);
+    if (current == Py_None)
+        st = stealable ? steal_first_gradient(variable, data) : 0;
+    else
+        st = add_to_existing_gradient(variable, current, data);
+    done = st > 0;
 out:
-    Py_XDECREF(lock);
-    Py_XDECREF(dict);
-    Py_XDECREF(own);
+    Py_XDECREF(current);
+    Py_DECREF(data);
     Py_DECREF(variable);
-    if (st < 0)
-        return -1;
-    return done;
+    return st < 0 ? -1 : done;
 }
 
 /* -- binary(): Binary.__call__'s common case ------------------------------------------------- */
@@ -1550,7 +1712,7 @@ PyMODINIT_FUNC PyInit__engine(void)
         {&s_post_accumulate_hooks, "_post_accumulate_hooks"}, {&s_dict, "__dict__"}, {&s_grad_lock, "_grad_lock"},
         {&s_acquire, "acquire"}, {&s_release_lock, "release"}, {&s_array_base, "base"},
         {&s_node, "node"}, {&s_overloads, "overloads"}, {&s_check, "check"}, {&s_compute, "compute"},
-        {&s_saves, "saves"}, {&s_ndim, "ndim"},
+        {&s_saves, "saves"}, {&s_ndim, "ndim"}, {&s_init, "__init__"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (!*names[i].name && !(*names[i].name = PyUnicode_InternFromString(names[i].text)))
