@@ -3,16 +3,25 @@
  * large a packed block of B may be.
  *
  * The plans' nc (avx512.c, avx2.c) lets the packed kc x nc block of B
- * outgrow L2 and live in L3, as BLIS does; on the AMD cores they were
- * tuned on, a core streams L3 fast enough for that.  On an Intel Xeon
- * (Sapphire Rapids class, 2 MiB L2) the AVX-512 kernels outran its mesh
- * L3: every first tile of a micro-panel waited for B.  With the block
- * capped at L2's size, a 1024 x 4096 x 4096 float product ran 10-17%
- * faster (forward, dx and dw; thread CPU time, interleaved medians).  So
- * on Intel CPUs the cap is L2's size, for the plans that ask for it
- * (b_block_in_l2); elsewhere there is none.  nc only splits the columns
- * into blocks: no element's arithmetic changes, so results are the same
- * bits whatever the cap.
+ * outgrow L2 and live in L3, as BLIS does.  Whether a core streams it
+ * from there fast enough depends on the CPU and on the kernel's rate, so
+ * each plan names the rule that was measured for it (cx_b_block_rule):
+ *
+ * - On an Intel Xeon (Sapphire Rapids class, 2 MiB L2) the AVX-512
+ *   kernels outran its mesh L3: every first tile of a micro-panel waited
+ *   for B.  With the block capped at L2's size, a 1024 x 4096 x 4096 float
+ *   product ran 10-17% faster (forward, dx and dw; thread CPU time,
+ *   interleaved medians).  The AVX2 kernels, at half the rate, were not
+ *   starved there: capping them cost 3-8%.
+ * - On an AMD Zen 3 (512 KiB L2, 32 MiB L3 shared with other tenants of a
+ *   virtual machine) the AVX2 kernels lost to OpenBLAS's Haswell kernel at
+ *   the largest products with a 4 MiB block; capped at twice L2 (1 MiB),
+ *   1024 x 4096 x 4096 ran 3-6% faster forward and 0-8% for dx, float32
+ *   and float64 alike (same process, interleaved, 9-15 samples).  The
+ *   AVX-512 kernels were tuned without a cap on a Zen 4 and keep none.
+ *
+ * nc only splits the columns into blocks: no element's arithmetic
+ * changes, so results are the same bits whatever the cap.
  */
 #include <stdatomic.h>
 
@@ -21,8 +30,8 @@
 #if defined(CX_HAVE_X86_KERNELS)
 #include <cpuid.h>
 
-/* L2's size from CPUID leaf 4 (deterministic cache parameters), 0 when the
- * CPU does not report it. */
+/* L2's size on an Intel CPU, from CPUID leaf 4 (deterministic cache
+ * parameters); 0 when the CPU does not report it. */
 static int64_t intel_l2_bytes(void)
 {
     unsigned int eax, ebx, ecx, edx;
@@ -41,25 +50,47 @@ static int64_t intel_l2_bytes(void)
     }
     return 0;
 }
+
+/* L2's size on an AMD CPU, from extended leaf 0x80000006 (ECX bits 31:16,
+ * in KiB); 0 when the CPU does not report it. */
+static int64_t amd_l2_bytes(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000006u)
+        return 0;
+    __cpuid(0x80000006u, eax, ebx, ecx, edx);
+    return (int64_t)(ecx >> 16) * 1024;
+}
 #endif
 
-static int64_t measure_cap(void)
+/* What each rule caps the block at on this CPU; 0: no cap. */
+static void measure_caps(int64_t caps[CX_B_BLOCK_RULES])
 {
+    for (int rule = 0; rule < CX_B_BLOCK_RULES; ++rule)
+        caps[rule] = 0;
 #if defined(CX_HAVE_X86_KERNELS)
     __builtin_cpu_init();
     if (__builtin_cpu_is("intel"))
-        return intel_l2_bytes();
+        caps[CX_B_BLOCK_L2_ON_INTEL] = intel_l2_bytes();
+    else if (__builtin_cpu_is("amd"))
+        caps[CX_B_BLOCK_TWICE_L2_ON_AMD] = 2 * amd_l2_bytes();
 #endif
-    return 0;
 }
 
-int64_t cx_b_block_cap_bytes(void)
+int64_t cx_b_block_cap_bytes(int rule)
 {
-    static _Atomic int64_t cap = -1;            /* -1: not yet measured */
-    int64_t bytes = atomic_load_explicit(&cap, memory_order_relaxed);
+    /* -1: not yet measured.  Threads that race here measure the same
+     * values, so a relaxed store of each is enough. */
+    static _Atomic int64_t caps[CX_B_BLOCK_RULES] = {-1, -1, -1};
+    if (rule <= CX_B_BLOCK_IN_L3 || rule >= CX_B_BLOCK_RULES)
+        return 0;
+    int64_t bytes = atomic_load_explicit(&caps[rule], memory_order_relaxed);
     if (bytes < 0) {
-        bytes = measure_cap();
-        atomic_store_explicit(&cap, bytes, memory_order_relaxed);
+        int64_t measured[CX_B_BLOCK_RULES];
+        measure_caps(measured);
+        for (int r = 0; r < CX_B_BLOCK_RULES; ++r)
+            atomic_store_explicit(&caps[r], measured[r], memory_order_relaxed);
+        bytes = measured[rule];
     }
     return bytes;
 }

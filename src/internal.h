@@ -95,9 +95,17 @@ static inline void cx_strides(int64_t ld, int trans, int64_t *row_stride, int64_
 
 /* The instruction set in use (a CEXTEND_ISA_* value, never AUTO). */
 CX_INTERNAL int cx_isa_current(void);
-/* The largest packed block of B worth keeping whole, in bytes (the CPU's
- * L2 where its L3 is slow to stream, see cpu_cache.c), or 0: no limit. */
-CX_INTERNAL int64_t cx_b_block_cap_bytes(void);
+/* Where a plan keeps its packed block of B: the rule measured for its
+ * kernels (cpu_cache.c). */
+enum {
+    CX_B_BLOCK_IN_L3 = 0,           /* the plan's nc on every CPU */
+    CX_B_BLOCK_L2_ON_INTEL = 1,     /* at most L2's size on Intel CPUs */
+    CX_B_BLOCK_TWICE_L2_ON_AMD = 2, /* at most twice L2's size on AMD CPUs */
+    CX_B_BLOCK_RULES = 3
+};
+/* The largest packed block of B a rule allows on this CPU, in bytes, or
+ * 0: no limit. */
+CX_INTERNAL int64_t cx_b_block_cap_bytes(int rule);
 
 /* A 64-byte aligned buffer of at least `bytes` for this thread's temporary
  * of one kind (scratch.c: kept between calls, so no page faults each
@@ -155,8 +163,8 @@ typedef void (*cx_tiny_f64)(int64_t M, int64_t N, int64_t K, const double *a, in
 
 /* A microkernel with its register block (mr x nr) and cache blocks:
  * kc (a B micro-panel of kc x nr stays in L1), mc (a packed mc x kc block
- * of A stays in L2), nc (a packed kc x nc block of B stays in L3, or in
- * L2 where the plan says so and cx_b_block_cap_bytes gives a size), and the
+ * of A stays in L2), nc (a packed kc x nc block of B stays in L3, or
+ * smaller where the plan's b_block rule caps it on this CPU), and the
  * ISA's own packing of column-contiguous B and row-contiguous A (NULL: the
  * portable loops), its unpacked path for tiny products, and optionally a
  * kernel for tiles with fewer than mr rows and one for a ragged last panel
@@ -174,7 +182,7 @@ typedef struct cx_plan_f32 {
     cx_ukernel_rows_f32 run_rows;       /* NULL: edge tiles run the whole tile */
     cx_ukernel_f32 run_narrow;          /* a tile's first nr / 2 columns; NULL: the whole tile */
     int pack_wt_by_panel;               /* pack B = W^T a micro-panel at a time, as first used */
-    int b_block_in_l2;                  /* nc capped by cx_b_block_cap_bytes */
+    int b_block;                        /* a CX_B_BLOCK_* rule: nc capped by cx_b_block_cap_bytes */
     const struct cx_plan_f32 *few_rows; /* the plan for products of fewer than */
     int64_t few_rows_below;             /* these rows; NULL, 0: this one */
 } cx_plan_f32;
@@ -188,7 +196,7 @@ typedef struct cx_plan_f64 {
     cx_ukernel_rows_f64 run_rows;
     cx_ukernel_f64 run_narrow;
     int pack_wt_by_panel;
-    int b_block_in_l2;
+    int b_block;
     const struct cx_plan_f64 *few_rows;
     int64_t few_rows_below;
 } cx_plan_f64;

@@ -100,11 +100,11 @@ static inline int64_t CX_FN(balanced)(int64_t extent, int64_t most, int64_t unit
 }
 
 /* The most columns of one packed block of B: the plan's nc, or fewer where
- * the plan and the CPU want the block in L2 (cpu_cache.c).  A multiple of
+ * the plan's rule caps the block on this CPU (cpu_cache.c).  A multiple of
  * nr. */
 int64_t CX_FN(cx_gemm_nc)(const PLAN *plan)
 {
-    const int64_t cap = plan->b_block_in_l2 ? cx_b_block_cap_bytes() : 0;
+    const int64_t cap = cx_b_block_cap_bytes(plan->b_block);
     if (cap <= 0)
         return plan->nc;
     const int64_t fits = cap / (plan->kc * (int64_t)sizeof(REAL)) / plan->nr * plan->nr;

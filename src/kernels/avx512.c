@@ -262,13 +262,13 @@ TARGET static void ukernel_rows_avx512_f64(int64_t rows, int64_t kc, const REAL 
  * CPU time, interleaved medians). */
 const cx_plan_f32 cx_plan_avx512_f32 = {8, 2 * 16, 256, 384, 4096, ukernel_avx512_f32, pack_b_cols_avx512_f32,
                                        pack_a_rows_avx512_f32, tiny_avx512_f32, NULL,
-                                       ukernel_narrow_avx512_f32, 1, 1, NULL, 0};
+                                       ukernel_narrow_avx512_f32, 1, CX_B_BLOCK_L2_ON_INTEL, NULL, 0};
 static const cx_plan_f64 plan_avx512_f64_8x16 = {8, 2 * 8, 256, 128, 2048, ukernel_avx512_f64_8x16,
                                                  pack_b_cols_avx512_f64_16, pack_a_rows_avx512_f64_8,
-                                                 tiny_avx512_f64, NULL, ukernel_narrow_avx512_f64_8x8, 1, 1,
+                                                 tiny_avx512_f64, NULL, ukernel_narrow_avx512_f64_8x8, 1, CX_B_BLOCK_L2_ON_INTEL,
                                                  NULL, 0};
 const cx_plan_f64 cx_plan_avx512_f64 = {6, 4 * 8, 256, 240, 2048, ukernel_avx512_f64, pack_b_cols_avx512_f64,
                                        pack_a_rows_avx512_f64, tiny_avx512_f64, ukernel_rows_avx512_f64,
-                                       ukernel_narrow_avx512_f64, 1, 1, &plan_avx512_f64_8x16, 48};
+                                       ukernel_narrow_avx512_f64, 1, CX_B_BLOCK_L2_ON_INTEL, &plan_avx512_f64_8x16, 48};
 
 #endif

@@ -50,5 +50,5 @@ DEFINE_GENERIC_UKERNEL(ukernel_generic_f64, double, 4, 4)
 DEFINE_GENERIC_TINY(tiny_generic_f32, float)
 DEFINE_GENERIC_TINY(tiny_generic_f64, double)
 
-const cx_plan_f32 cx_plan_generic_f32 = {4, 8, 256, 128, 2048, ukernel_generic_f32, NULL, NULL, tiny_generic_f32, NULL, NULL, 0, 0, NULL, 0};
-const cx_plan_f64 cx_plan_generic_f64 = {4, 4, 256, 128, 2048, ukernel_generic_f64, NULL, NULL, tiny_generic_f64, NULL, NULL, 0, 0, NULL, 0};
+const cx_plan_f32 cx_plan_generic_f32 = {4, 8, 256, 128, 2048, ukernel_generic_f32, NULL, NULL, tiny_generic_f32, NULL, NULL, 0, CX_B_BLOCK_IN_L3, NULL, 0};
+const cx_plan_f64 cx_plan_generic_f64 = {4, 4, 256, 128, 2048, ukernel_generic_f64, NULL, NULL, tiny_generic_f64, NULL, NULL, 0, CX_B_BLOCK_IN_L3, NULL, 0};
