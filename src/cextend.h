@@ -186,6 +186,9 @@ int cextend_global_max_pool_backward_f64(int64_t planes, int64_t plane_size,
  * axpy:               out = y + alpha * x with one rounding (torch's
  *                     add(y, x, alpha=alpha)).  Args: 1 count, 2 alpha, 3 x,
  *                     4 y, 5 out.
+ * sum:                *total = the sum of x's count values, bitwise numpy's
+ *                     np.sum (its pairwise order, started from +0.0).
+ *                     Args: 1 count, 2 x, 3 total.
  * sgd_step:           torch.optim.SGD's update of one parameter, in place:
  *                     param, and momentum_buffer when momentum != 0 (NULL is
  *                     accepted otherwise).  first_step: the buffer starts as
@@ -216,6 +219,8 @@ int cextend_threshold_backward_f64(int64_t count, const double *grad_out, const 
                                    double *grad_x);
 int cextend_axpy_f32(int64_t count, float alpha, const float *x, const float *y, float *out);
 int cextend_axpy_f64(int64_t count, double alpha, const double *x, const double *y, double *out);
+int cextend_sum_f32(int64_t count, const float *x, float *total);
+int cextend_sum_f64(int64_t count, const double *x, double *total);
 int cextend_sgd_step_f32(int64_t count, float *param, const float *grad, float *momentum_buffer,
                          int first_step, float neg_lr, float weight_decay, float momentum,
                          float one_minus_dampening, int nesterov, int maximize);

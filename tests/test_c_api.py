@@ -111,6 +111,12 @@ def sgd_step(sfx):
     return getattr(lib, "cextend_sgd_step_" + sfx), args, out
 
 
+def sum_total(sfx):
+    t = CTYPES[sfx]
+    out = {"total": buffer(t, 1)}
+    return getattr(lib, "cextend_sum_" + sfx), [6, data(t, 6), out["total"]], out
+
+
 def adam_step(sfx):
     """Updates in place: the parameter and both moments are the outputs."""
     t = CTYPES[sfx]
@@ -176,6 +182,8 @@ CPU_ONLY_ILLEGAL = {
                          ({4: NULL}, -4, "grad_x"), ({3: misaligned()}, -3, "result")],
     axpy: [({1: -1}, -1, "count"), ({3: NULL}, -3, "x"), ({4: NULL}, -4, "y"), ({5: NULL}, -5, "out"),
            ({1: BIG}, -1, "count"), ({4: misaligned()}, -4, "y")],
+    sum_total: [({1: -1}, -1, "count"), ({2: NULL}, -2, "x"), ({3: NULL}, -3, "total"),
+                ({1: BIG}, -1, "count"), ({2: misaligned()}, -2, "x"), ({3: misaligned()}, -3, "total")],
     sgd_step: [({1: -1}, -1, "count"), ({2: NULL}, -2, "param"), ({3: NULL}, -3, "grad"),
                ({4: NULL}, -4, "momentum_buffer"), ({5: 2}, -5, "first_step"), ({10: -1}, -10, "nesterov"),
                ({11: 3}, -11, "maximize"), ({2: misaligned()}, -2, "param"), ({1: BIG}, -1, "count")],

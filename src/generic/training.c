@@ -1,6 +1,6 @@
 /*
- * generic/training.c -- relu, its backward, and the SGD update, for one
- * REAL.  Outputs may alias inputs exactly (in place); partial overlaps are
+ * generic/training.c -- relu, its backward, a total sum, and the optimizer
+ * updates, for one REAL.  Outputs may alias inputs exactly (in place); partial overlaps are
  * not supported.
  */
 
@@ -68,6 +68,54 @@ int CX_FN(cextend_axpy)(int64_t count, REAL alpha, const REAL *x, const REAL *y,
     }
 #endif
     CX_FN(axpy_loop)(count, alpha, x, y, out);
+    return CEXTEND_OK;
+}
+
+/* ---- sum: numpy's pairwise order, to the bit ------------------------------
+ * A float tensor's total (a loss) was numpy's sum; this is the same sum
+ * without numpy's reduction machinery (about 1.9 us of fixed cost against
+ * a few ns of arithmetic at a loss's sizes).  numpy adds the pairwise sum
+ * of the data to its reduction's start value, +0.0; the pairwise sum runs
+ * short stretches (under 8) left to right, up to 128 values as 8 strided
+ * partial sums combined as a tree and the rest added in order, and splits
+ * longer stretches at half, rounded down to a multiple of 8.  Each partial
+ * sum is its own chain, so the compiler may keep them in vector lanes:
+ * the same additions in the same order, the same bits. */
+static REAL CX_FN(pairwise_sum)(const REAL *a, int64_t n)
+{
+    if (n < 8) {
+        REAL res = -(REAL)0;
+        for (int64_t i = 0; i < n; ++i)
+            res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        REAL r[8];
+        for (int j = 0; j < 8; ++j)
+            r[j] = a[j];
+        int64_t i = 8;
+        for (; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; ++j)
+                r[j] += a[i + j];
+        REAL res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i)
+            res += a[i];
+        return res;
+    }
+    int64_t half = n / 2;
+    half -= half % 8;
+    return CX_FN(pairwise_sum)(a, half) + CX_FN(pairwise_sum)(a + half, n - half);
+}
+
+int CX_FN(cextend_sum)(int64_t count, const REAL *x, REAL *total)
+{
+    static const char fn[] = "cextend_sum_" CX_STR(SFX);
+    int st;
+    if ((st = cx_check_size(fn, 1, "count", count)) ||
+        (st = cx_check_vector(fn, "x", 0, x, 2, count, 1, "count", sizeof(REAL))) ||
+        (st = cx_check_vector(fn, "total", 0, total, 3, 1, 1, "count", sizeof(REAL))))
+        return st;
+    *total = (REAL)0 + CX_FN(pairwise_sum)(x, count);
     return CEXTEND_OK;
 }
 
