@@ -300,33 +300,38 @@ _TRAINING = {dtype: (ffi.typeof(ctype),
              for dtype, ctype, sfx in ((_F32, "float *", "f32"), (_F64, "double *", "f64"))}
 
 
-def total_sum(x):
-    """np.sum(x) to the bit, as a 0-d array of x's dtype, for a C-contiguous
-    float32/float64 array; None for anything else (the caller's numpy path)."""
+def _training_operand(x):
+    """(x's _TRAINING entry, x's data pointer) for a C-contiguous float32/float64
+    ndarray; None for anything else (the caller keeps numpy's path)."""
     entry = _TRAINING.get(x.dtype) if type(x) is _NDARRAY else None
     if entry is None:
         return None
-    ctype = entry[0]
     try:
-        x_ptr = _FROM_BUFFER(ctype, x)
+        return entry, _FROM_BUFFER(entry[0], x)
     except ValueError:
         return None
+
+
+def total_sum(x):
+    """np.sum(x) to the bit, as a 0-d array of x's dtype, for a C-contiguous
+    float32/float64 array; None for anything else."""
+    operand = _training_operand(x)
+    if operand is None:
+        return None
+    entry, x_ptr = operand
     total = _EMPTY((), x.dtype)
-    if entry[6](x.size, x_ptr, _FROM_BUFFER(ctype, total)):
+    if entry[6](x.size, x_ptr, _FROM_BUFFER(entry[0], total)):
         return None
     return total
 
 
 def relu(x):
     """x < 0 ? 0 : x as a new C-contiguous array, or None."""
-    entry = _TRAINING.get(x.dtype) if type(x) is _NDARRAY else None
-    if entry is None:
+    operand = _training_operand(x)
+    if operand is None:
         return None
+    entry, x_ptr = operand
     ctype = entry[0]
-    try:
-        x_ptr = _FROM_BUFFER(ctype, x)
-    except ValueError:
-        return None
     out = _EMPTY(x.shape, x.dtype)
     args = (x.size, x_ptr, _FROM_BUFFER(ctype, out))
     if entry[1](*args):
