@@ -23,7 +23,7 @@
  * nc only splits the columns into blocks: no element's arithmetic
  * changes, so results are the same bits whatever the cap.
  */
-#include <stdatomic.h>
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -77,20 +77,18 @@ static void measure_caps(int64_t caps[CX_B_BLOCK_RULES])
 #endif
 }
 
+static int64_t caps_measured[CX_B_BLOCK_RULES];
+static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+
+static void measure_caps_once(void)
+{
+    measure_caps(caps_measured);
+}
+
 int64_t cx_b_block_cap_bytes(int rule)
 {
-    /* -1: not yet measured.  Threads that race here measure the same
-     * values, so a relaxed store of each is enough. */
-    static _Atomic int64_t caps[CX_B_BLOCK_RULES] = {-1, -1, -1};
     if (rule <= CX_B_BLOCK_IN_L3 || rule >= CX_B_BLOCK_RULES)
         return 0;
-    int64_t bytes = atomic_load_explicit(&caps[rule], memory_order_relaxed);
-    if (bytes < 0) {
-        int64_t measured[CX_B_BLOCK_RULES];
-        measure_caps(measured);
-        for (int r = 0; r < CX_B_BLOCK_RULES; ++r)
-            atomic_store_explicit(&caps[r], measured[r], memory_order_relaxed);
-        bytes = measured[rule];
-    }
-    return bytes;
+    pthread_once(&caps_once, measure_caps_once);
+    return caps_measured[rule];
 }
