@@ -14,7 +14,7 @@ PARALLEL ?= -n auto --dist worksteal
 # all 2000 (its default) in make test-all.
 TEST_DIFFTEST_PROGRAMS ?= 500
 ACCEPTANCE := ../shared/acceptance
-C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kernels/*.h src/python/*.c)
+C_SOURCES := $(wildcard src/*.c src/*.h src/generic/*.c src/kernels/*.c src/kernels/*.h src/python/*.c src/python/*.h)
 INSTALLED := $(VENV)/.installed
 BUILT := build/.built
 

@@ -5,7 +5,8 @@ Out-of-line API mode: cffi compiles a real C extension that includes
 ``cffi_modules`` here; ``python ffi_build.py`` builds the module in place
 (next to ``cextend/__init__.py``) for development.
 
-Beside it, ``cextend._engine`` (``src/python/engine.c``): the backward
+Beside it, ``cextend._engine`` (``src/python/engine.c``, and ``version.c``:
+tensors' version counters): the backward
 engine's loop, a plain CPython extension because it holds Python objects,
 which cffi's C side cannot.  setup.py lists it from :func:`engine_extension`;
 ``python ffi_build.py`` builds it in place too.
@@ -103,14 +104,14 @@ def make_ffibuilder(root=""):
 
 ffibuilder = make_ffibuilder()
 
-ENGINE_SOURCE = os.path.join("src", "python", "engine.c")
+ENGINE_SOURCES = [os.path.join("src", "python", name) for name in ("engine.c", "version.c")]
 
 
 def engine_extension():
     """The setuptools Extension for cextend._engine (paths relative to this directory)."""
     from setuptools import Extension
 
-    return Extension("cextend._engine", [ENGINE_SOURCE], **build_options(openmp=False))
+    return Extension("cextend._engine", ENGINE_SOURCES, **build_options(openmp=False))
 
 
 def build_engine_in_place():

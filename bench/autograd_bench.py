@@ -215,8 +215,7 @@ def run(repeats):
         tracemalloc.stop()
         own = [tracemalloc.Filter(False, tracemalloc.__file__)]       # the snapshots' own blocks
         stats = after.filter_traces(own).compare_to(before.filter_traces(own), "traceback")
-        # numpy's array buffers (its own tracemalloc domain), apart from Python objects: past 256 a
-        # tensor's version count is a new int object at each bump, a block of 32 bytes
+        # numpy's array buffers (its own tracemalloc domain), apart from Python objects
         data = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
         arrays = after.filter_traces(data).compare_to(before.filter_traces(data), "traceback")
         return (sum(s.count_diff for s in stats if s.count_diff > 0),

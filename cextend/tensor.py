@@ -11,7 +11,8 @@ backward (autograd.engine), _current_grad_fn (autograd.views), to
 Autograd metadata, as in torch:
 - `_grad_fn`/`_output_nr`: the node (and which of its outputs) made this.
 - `_version_counter`: shared by a tensor and every view of its storage;
-  in-place changes bump it, and saved tensors are checked against it.
+  in-place changes bump it, and saved tensors are checked against it
+  (`_engine.VersionCounter`, a C integer like torch's VariableVersion).
 - Views (differentiable): `_base` is the root tensor whose storage they
   share and `_view_fn` replays the view ops from it; a view's grad_fn is
   rebuilt from the base's history after an in-place change elsewhere
@@ -61,6 +62,7 @@ class Size(tuple):
 
 
 _new = object.__new__
+_VersionCounter = _engine.VersionCounter
 
 
 def _alias(data):
@@ -83,7 +85,7 @@ def _wrap(array, requires_grad=False):
     t._requires_grad = requires_grad
     t._grad_fn = None
     t._output_nr = 0
-    t._version_counter = [0]    # shared with views; a list is the cheapest mutable cell
+    t._version_counter = _VersionCounter()     # shared with views
     t._base = None
     if _capture._active is not None:
         _capture.wrapped(t._data)
@@ -213,7 +215,7 @@ class Tensor:
         self._requires_grad = requires_grad
         self._grad_fn = None
         self._output_nr = 0
-        self._version_counter = [0]
+        self._version_counter = _VersionCounter()
         self._base = None
 
     # -- autograd attributes ---------------------------------------------
@@ -306,7 +308,7 @@ class Tensor:
         return self._version_counter[0]
 
     def _bump_version(self):
-        self._version_counter[0] += 1
+        self._version_counter.bump()
         if _capture._active is not None:
             _capture.in_place(self)
 

@@ -81,7 +81,7 @@ def write_out(out, array, name, strict=False, cast=False, reads=()):
                          else array.astype(out._data.dtype))
     else:
         out._data[...] = array
-    out._version_counter[0] += 1
+    out._version_counter.bump()
     if _capture._active is not None:
         _capture.in_place(out)
     return out

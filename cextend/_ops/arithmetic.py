@@ -842,7 +842,7 @@ def _logical_inplace(op, self, other):
     rec.check_writable(self)
     check_no_partial(self._data, (b,))
     self._data[...] = op.run(self, b, rt)
-    self._version_counter[0] += 1
+    self._version_counter.bump()
     if _capture._active is not None:
         _capture.in_place(self)
     return self

@@ -706,7 +706,7 @@ def _in_place_view(name, op):
         views.check_inplace(self, recording)
         new = op(self, *args, **kwargs)
         self._data = new._data
-        self._version_counter[0] += 1
+        self._version_counter.bump()
         if _capture._active is not None:
             _capture.in_place(self)
         if self._view_fn is not None:

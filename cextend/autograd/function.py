@@ -255,7 +255,7 @@ def _wrap_outputs(ctx, args, outputs, requires_grad, Tensor):
                            "Function.")
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
-        t._version_counter[0] += 1
+        t._version_counter.bump()
         if _capture._active is not None:
             _capture.in_place(t)
     if requires_grad:

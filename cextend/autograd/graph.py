@@ -192,7 +192,7 @@ def accumulate_into(tensor, grad, unseen=False):
                 current._data[...] = _bfloat16.add_arrays(current._data, grad._data)
             else:
                 quietly(np.add, current._data, grad._data, current._data)
-            current._version_counter[0] += 1
+            current._version_counter.bump()
 
 
 def _accumulate_as_the_engine(tensor, grad):
@@ -224,7 +224,7 @@ class ReplayedAccumulation:
             with grad_lock(tensor):
                 if tensor._grad is None:
                     np.copyto(spare._data, grad._data)
-                    spare._version_counter[0] += 1
+                    spare._version_counter.bump()
                     tensor._grad = spare
                     return
         _accumulate_as_the_engine(tensor, grad)

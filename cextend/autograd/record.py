@@ -361,7 +361,7 @@ def prepare_inplace(t, others=(), result=None, check_overlap=True, differentiabl
 
 def finish_inplace(t, node, output_nr=0):
     """Bump t's version and move its history to node (after the data changed)."""
-    t._version_counter[0] += 1
+    t._version_counter.bump()
     if _capture._active is not None:
         _capture.in_place(t)
     if node is not None:

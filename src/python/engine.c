@@ -31,6 +31,8 @@
 #include <Python.h>
 #include <structmember.h>    /* T_OBJECT_EX: Tensor's slots, which wrap() sets */
 
+#include "version.h"
+
 /* engine.py's helpers and types, set by configure_backward(). */
 static PyObject *accumulate_grad_type;  /* AccumulateGrad */
 static PyObject *accumulate_grad_init;  /* its __init__, as graph.py defines it */
@@ -1052,11 +1054,9 @@ static PyObject *wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, 
 /* _wrap(array)'s Tensor, for a numpy or device array (a new reference). */
 static PyObject *new_tensor(PyObject *array)
 {
-    PyObject *version = PyList_New(1);
+    PyObject *version = cx_version_counter_new();
     if (!version)
         return NULL;
-    Py_INCREF(s_zero);
-    PyList_SET_ITEM(version, 0, s_zero);
     PyObject *t = wrap_tensor_type->tp_alloc(wrap_tensor_type, 0);
     if (!t) {
         Py_DECREF(version);
@@ -1065,7 +1065,7 @@ static PyObject *new_tensor(PyObject *array)
     PyObject *values[WRAP_SLOTS] = {array, Py_False, Py_None, s_zero, version, Py_None};
     for (int i = 0; i < WRAP_SLOTS; ++i) {
         if (i != WRAP_VERSION)
-            Py_INCREF(values[i]);        /* the new list's one reference passes to the slot */
+            Py_INCREF(values[i]);        /* the new counter's one reference passes to the slot */
         *(PyObject **)((char *)t + wrap_offsets[i]) = values[i];
     }
     return t;
@@ -1258,17 +1258,14 @@ static int add_to_existing_gradient(PyObject *variable, PyObject *current, PyObj
             } else {
                 add_in_place(sum.buf, addend.buf, n, is_double);
             }
-            /* current._version_counter[0] += 1 */
+            /* current._version_counter.bump() */
             PyObject *version = *(PyObject **)((char *)current + wrap_offsets[WRAP_VERSION]);
-            PyObject *one = PyLong_FromLong(1), *next = NULL;
-            if (!version || !PyList_CheckExact(version) || PyList_GET_SIZE(version) < 1 || !one ||
-                !(next = PyNumber_Add(PyList_GET_ITEM(version, 0), one)))
+            if (!version) {
+                PyErr_SetString(PyExc_RuntimeError, "a .grad has no _version_counter");
                 st = -1;
-            else
-                PyList_SetItem(version, 0, next);      /* steals next */
-            Py_XDECREF(one);
-            if (st < 0 && !PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "a .grad's _version_counter is not a one-item list");
+            } else if (cx_version_bump(version) < 0) {
+                st = -1;
+            }
         }
         st = release_grad_lock(lock, st);
     }
@@ -1721,5 +1718,16 @@ PyMODINIT_FUNC PyInit__engine(void)
         return NULL;
     if (!s_empty && !(s_empty = PyTuple_New(0)))
         return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&cx_version_counter_type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&cx_version_counter_type);
+    if (PyModule_AddObject(m, "VersionCounter", (PyObject *)&cx_version_counter_type) < 0) {
+        Py_DECREF(&cx_version_counter_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
