@@ -74,7 +74,7 @@ demo-cnn: build
 # limited by threadpoolctl.
 bench: build
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
-	$(PY) bench/bench.py $(BENCH_ARGS)
+	$(PY) bench/bench.py --settle 120 $(BENCH_ARGS)
 	@# On an AVX-512 CPU, also cextend's AVX2 kernels against OpenBLAS's Haswell kernel.
 	if grep -q avx512f /proc/cpuinfo; then $(PY) bench/bench.py --pairing avx2 --suite gemm --threads 1 $(BENCH_ARGS); fi
 	$(PY) bench/conv_bench.py $(CONV_BENCH_ARGS)

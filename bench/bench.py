@@ -37,6 +37,7 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -153,6 +154,9 @@ def main(argv=None):
     parser.add_argument("--json", default=None,
                         help="where to write results (default bench/results.json, bench/results_avx2.json "
                              "for --pairing avx2)")
+    parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
+                        help="after the last case, wait up to this long for the 1-minute load to fall "
+                             "under 0.5 and record it (the load at the end counts this run's own threads)")
     parser.add_argument("--pairing", choices=("native", "avx2"), default="native",
                         help="native (default): each side's best kernels; avx2: cextend's AVX2 kernels "
                              "against OpenBLAS's Haswell kernel (the same instruction set)")
@@ -167,6 +171,7 @@ def main(argv=None):
     blas = environment.blas_libraries()
     torch_info = environment.torch_build(torch)
     load = environment.load_average()
+    usage_start, clock_start = environment.cpu_usage(), time.monotonic()
     print(describe_ours())
     print("numpy %s: %s" % (np.__version__, environment.describe_blas(blas)))
     removed = environment.removed_handicaps()
@@ -205,7 +210,17 @@ def main(argv=None):
         for check in checks:
             print("  [%s] %-62s %8s  goal %-7s %s" % targets.format_check(check))
     end_load = environment.load_average()
+    others = environment.others_during(usage_start, environment.cpu_usage(), time.monotonic() - clock_start)
     print("\nload average at end: %s" % (" ".join("%.2f" % v for v in end_load) if end_load else "unknown"))
+    if others:
+        print("other processes kept %.2f cores busy on average during the run; the hypervisor stole %.1f%% "
+              "of CPU time" % (others["cores"], 100 * others["steal_share"]))
+    settled = None
+    if args.settle > 0:
+        settled_load, waited = environment.settle(args.settle)
+        settled = {"load": settled_load, "after_s": waited}
+        print("load average %.0f s after the run: %s" % (
+            waited, " ".join("%.2f" % v for v in settled_load) if settled_load else "unknown"))
 
     record = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -217,7 +232,8 @@ def main(argv=None):
         "cpu_flags": environment.cpu_flags(),
         "numpy": {"version": np.__version__, "blas": blas, "removed_from_environment": removed},
         "torch": torch_info,
-        "load_average": {"start": load, "end": end_load},
+        "load_average": {"start": load, "end": end_load, "settled": settled},
+        "others_during_run": others,
         "repeats": args.repeats,
         "clock": args.clock,
         "results": results,

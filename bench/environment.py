@@ -82,6 +82,52 @@ def load_average():
         return None
 
 
+def cpu_usage():
+    """(seconds every CPU spent busy, of them stolen by the hypervisor, this process's CPU
+    seconds) since boot, from /proc/stat and os.times(); None where /proc/stat is missing.
+    Two readings give what other processes used meanwhile: the load average cannot, since it
+    counts this benchmark's own threads."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    values = [int(v) / ticks for v in fields[1:9]]
+    busy = values[0] + values[1] + values[2] + values[5] + values[6] + values[7]
+    own = os.times()
+    return busy, values[7], own.user + own.system
+
+
+def others_during(start, end, elapsed):
+    """Average cores other processes kept busy between two cpu_usage() readings, and the share
+    of all CPU time the hypervisor stole; None where either reading is missing."""
+    if not start or not end or elapsed <= 0:
+        return None
+    busy, steal, own = (e - s for s, e in zip(start, end))
+    cores = os.cpu_count() or 1
+    return {"cores": max(0.0, (busy - steal - own) / elapsed), "steal_share": steal / (elapsed * cores),
+            "seconds": elapsed}
+
+
+def settle(limit_seconds, below=0.5, poll=5.0):
+    """Wait, up to limit_seconds, for the 1-minute load to fall below `below` once this run's own
+    work has stopped: the load at a run's end still counts its own threads, which take about 40 s
+    of idling to fall from 1 to 0.5.  Returns (load averages, seconds waited)."""
+    import time
+
+    waited = 0.0
+    load = load_average()
+    while load and load[0] >= below and waited < limit_seconds:
+        time.sleep(poll)
+        waited += poll
+        load = load_average()
+    return load, waited
+
+
 def cpu_model():
     """The CPU's model name, with its CPUID family and model where the name
     is vague (a VM's "AMD EPYC" is Zen 4 as family 25 model 17, Zen 5 as 26)."""

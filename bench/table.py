@@ -102,6 +102,31 @@ def targets_table(record):
     return "\n".join(lines)
 
 
+def settled_text(settled):
+    if not settled or not settled.get("load"):
+        return ""
+    return ", %s %.0f s after it" % (" / ".join("%.2f" % x for x in settled["load"]), settled["after_s"])
+
+
+def quiet_text(loads):
+    """The performance issue's quiet run: a 1-minute load under 0.5 at the start and at the end,
+    the end read once this run's own threads have stopped (bench.py --settle)."""
+    settled = loads.get("settled")
+    if not loads.get("start") or not settled or not settled.get("load"):
+        return ""
+    quiet = loads["start"][0] < 0.5 and settled["load"][0] < 0.5
+    return (" A quiet run (1-minute load under 0.5 at its start and, once its own threads stopped, "
+            "at its end): %s." % ("yes" if quiet else "no"))
+
+
+def others_text(others):
+    if not others:
+        return ""
+    return (" Other processes kept %.2f cores busy on average during the run (`/proc/stat` less this "
+            "process), and the hypervisor stole %.1f%% of CPU time (other virtual machines on the host "
+            "are not seen otherwise)." % (others["cores"], 100 * others["steal_share"]))
+
+
 def describe(record):
     machine = record["machine"]
     peaks = ", ".join("%s %.0f GFLOP/s" % kv for kv in machine["peak_gflops_per_core"].items()) or "-"
@@ -123,9 +148,11 @@ def describe(record):
         "- numpy %s on %s%s." % (record["numpy"]["version"], blas,
                                  " (re-executed without %s)" % removed if removed else ""),
         "- torch %s." % torch_text,
-        "- Load average (1 / 5 / 15 min) at start %s, at end %s; each row gives the 1-minute load "
-        "before it ran. The machine has other users: rows taken under load are noisier." % (
-            fmt_load(loads["start"]), fmt_load(loads["end"])),
+        "- Load average (1 / 5 / 15 min) at start %s, at end %s (this run's own threads "
+        "included)%s; each row gives the 1-minute load before it ran.%s The machine has other users: "
+        "rows taken under load are noisier.%s" % (
+            fmt_load(loads["start"]), fmt_load(loads["end"]), settled_text(loads.get("settled")),
+            others_text(record.get("others_during_run")), quiet_text(loads)),
         "- %d interleaved samples per case, medians; every ratio is other_time / our_time "
         "(above 1: cextend is faster)." % record["repeats"],
         "- Clock: %s." % CLOCK_TEXT.get(record.get("clock", "wall"), record.get("clock")),

@@ -76,6 +76,11 @@ def test_bench_runs_numpy_without_the_handicaps_and_records_it(tmp_path):
     assert set(row["system_seconds"]) == set(row["seconds"])
     assert row["ratios"]["numpy"] == pytest.approx(row["seconds"]["numpy"]["median"] / row["seconds"]["ours"]["median"])
     assert row["load_average"] is None or len(row["load_average"]) == 3
+    others = record["others_during_run"]
+    if others is not None:      # /proc/stat exists: what other processes used, apart from this run
+        assert others["cores"] >= 0 and 0 <= others["steal_share"] <= 1 and others["seconds"] > 0
+        assert "other processes kept" in run.stdout
+    assert record["load_average"]["settled"] is None        # not asked for
     blas = record["numpy"]["blas"]
     if blas:        # threadpoolctl installed: the kernel it reports is not the pinned one
         assert not environment.handicapped(blas)
@@ -140,3 +145,46 @@ def test_training_targets_leave_out_a_pairing_run_from_another_machine(tmp_path,
     assert [value for _, what, value, _ in training_targets.checks() if what.startswith("linear_")] == [0.9]
     (tmp_path / "results_avx2.json").write_text(json.dumps(record("Zen 2", ["avx2", "fma"], 1.1)))
     assert [value for _, what, value, _ in training_targets.checks() if what.startswith("linear_")] == [0.9, 1.1]
+
+
+def test_other_processes_use_is_busy_time_less_this_process_and_steal(monkeypatch):
+    # two readings 10 s apart on 2 cores: 12 s busy, of which 2 stolen and 7 this process's
+    cores = environment.others_during((100.0, 5.0, 40.0), (112.0, 7.0, 47.0), 10.0)
+    assert cores["cores"] == pytest.approx(0.3)          # (12 - 2 - 7) / 10
+    assert cores["steal_share"] == pytest.approx(2.0 / (10.0 * (os.cpu_count() or 1)))
+    assert environment.others_during(None, (1.0, 0.0, 0.0), 1.0) is None
+    assert environment.others_during((1.0, 0.0, 0.0), (1.0, 0.0, 2.0), 1.0)["cores"] == 0.0   # never negative
+    reading = environment.cpu_usage()
+    if reading is not None:
+        busy, steal, own = reading
+        assert busy >= steal >= 0 and own > 0
+
+
+def test_settle_waits_for_the_load_to_fall_and_gives_up_at_its_limit(monkeypatch):
+    loads = iter([[1.2, 1, 1], [0.8, 1, 1], [0.4, 1, 1]])
+    monkeypatch.setattr(environment, "load_average", lambda: next(loads))
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
+    assert environment.settle(60, poll=5) == ([0.4, 1, 1], 10.0)
+    monkeypatch.setattr(environment, "load_average", lambda: [2.0, 2, 2])
+    assert environment.settle(12, poll=5) == ([2.0, 2, 2], 15.0)      # gave up: the load stays high
+
+
+def test_the_table_says_what_others_used_and_the_settled_load():
+    import table
+
+    record = {"date": "2026-12-07T06:00:00", "machine": {"processor": "x", "cores": 2, "peak_gflops_per_core": {}},
+              "ours": {"version": "0", "isa": "avx2"}, "numpy": {"version": "2", "blas": []}, "torch": None,
+              "load_average": {"start": [0.3, 0.2, 0.1], "end": [1.1, 0.6, 0.3],
+                               "settled": {"load": [0.45, 0.5, 0.3], "after_s": 35.0}},
+              "others_during_run": {"cores": 0.04, "steal_share": 0.002, "seconds": 600},
+              "repeats": 11, "clock": "auto", "results": []}
+    text = table.describe(record)
+    assert "at end 1.10 / 0.60 / 0.30 (this run's own threads included), 0.45 / 0.50 / 0.30 35 s after it" in text
+    assert "Other processes kept 0.04 cores busy on average during the run" in text
+    assert "stole 0.2% of CPU time" in text
+    assert ("A quiet run (1-minute load under 0.5 at its start and, once its own threads stopped, "
+            "at its end): yes.") in text
+    record["load_average"]["settled"]["load"][0] = 0.7
+    assert "at its end): no." in table.describe(record)
+    record["load_average"]["settled"] = None                 # an older record, or no --settle: no verdict
+    assert "A quiet run" not in table.describe(record)
