@@ -155,8 +155,9 @@ def main(argv=None):
                         help="where to write results (default bench/results.json, bench/results_avx2.json "
                              "for --pairing avx2)")
     parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
-                        help="after the last case, wait up to this long for the 1-minute load to fall "
-                             "under 0.5 and record it (the load at the end counts this run's own threads)")
+                        help="before the first case and after the last, wait up to this long for the "
+                             "1-minute load to fall under 0.5 (a build just before, or this run's own "
+                             "threads at its end, count in it) and record the load")
     parser.add_argument("--pairing", choices=("native", "avx2"), default="native",
                         help="native (default): each side's best kernels; avx2: cextend's AVX2 kernels "
                              "against OpenBLAS's Haswell kernel (the same instruction set)")
@@ -170,6 +171,9 @@ def main(argv=None):
     peaks = {} if args.no_peak else peak.measure(isa)
     blas = environment.blas_libraries()
     torch_info = environment.torch_build(torch)
+    waited_before = 0.0
+    if args.settle > 0:
+        load, waited_before = environment.settle(args.settle)
     load = environment.load_average()
     usage_start, clock_start = environment.cpu_usage(), time.monotonic()
     print(describe_ours())
@@ -183,7 +187,9 @@ def main(argv=None):
     print("torch: %s" % environment.describe_torch(torch_info))
     print("CPU: %s, %d cores; measured FMA peak per core: %s" % (
         environment.cpu_model(), os.cpu_count(), ", ".join("%s %.0f GFLOP/s" % kv for kv in peaks.items()) or "-"))
-    print("load average at start: %s" % (" ".join("%.2f" % v for v in load) if load else "unknown"))
+    print("load average at start: %s%s" % (" ".join("%.2f" % v for v in load) if load else "unknown",
+                                           " (after waiting %.0f s for it to settle)" % waited_before
+                                           if waited_before else ""))
     if threadpool_limits is None:
         print("note: threadpoolctl missing, numpy's BLAS threads are not limited")
     print("ratios are other_time / our_time (above 1: cextend is faster); %d interleaved samples, medians;"
@@ -232,7 +238,7 @@ def main(argv=None):
         "cpu_flags": environment.cpu_flags(),
         "numpy": {"version": np.__version__, "blas": blas, "removed_from_environment": removed},
         "torch": torch_info,
-        "load_average": {"start": load, "end": end_load, "settled": settled},
+        "load_average": {"start": load, "end": end_load, "settled": settled, "waited_before_s": waited_before},
         "others_during_run": others,
         "repeats": args.repeats,
         "clock": args.clock,

@@ -98,8 +98,8 @@ def cpu_usage():
     # user nice system idle iowait irq softirq steal (guest time is inside user already)
     values = [int(v) / ticks for v in fields[1:9]]
     busy = values[0] + values[1] + values[2] + values[5] + values[6] + values[7]
-    own = os.times()
-    return busy, values[7], own.user + own.system
+    own = os.times()        # every thread of this process (OpenMP's, OpenBLAS's, torch's), and its children
+    return busy, values[7], own.user + own.system + own.children_user + own.children_system
 
 
 def others_during(start, end, elapsed):

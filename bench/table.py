@@ -108,15 +108,17 @@ def settled_text(settled):
     return ", %s %.0f s after it" % (" / ".join("%.2f" % x for x in settled["load"]), settled["after_s"])
 
 
-def quiet_text(loads):
+def quiet_text(loads, others):
     """The performance issue's quiet run: a 1-minute load under 0.5 at the start and at the end,
-    the end read once this run's own threads have stopped (bench.py --settle)."""
+    the end read once this run's own threads have stopped (bench.py --settle); and, since a
+    load read after the run says little about the run itself, other processes' use during it
+    (/proc/stat) under half a core as well."""
     settled = loads.get("settled")
-    if not loads.get("start") or not settled or not settled.get("load"):
+    if not loads.get("start") or not settled or not settled.get("load") or not others:
         return ""
-    quiet = loads["start"][0] < 0.5 and settled["load"][0] < 0.5
+    quiet = loads["start"][0] < 0.5 and settled["load"][0] < 0.5 and others["cores"] < 0.5
     return (" A quiet run (1-minute load under 0.5 at its start and, once its own threads stopped, "
-            "at its end): %s." % ("yes" if quiet else "no"))
+            "at its end; other processes under half a core during it): %s." % ("yes" if quiet else "no"))
 
 
 def others_text(others):
@@ -148,11 +150,14 @@ def describe(record):
         "- numpy %s on %s%s." % (record["numpy"]["version"], blas,
                                  " (re-executed without %s)" % removed if removed else ""),
         "- torch %s." % torch_text,
-        "- Load average (1 / 5 / 15 min) at start %s, at end %s (this run's own threads "
+        "- Load average (1 / 5 / 15 min) at start %s%s, at end %s (this run's own threads "
         "included)%s; each row gives the 1-minute load before it ran.%s The machine has other users: "
         "rows taken under load are noisier.%s" % (
-            fmt_load(loads["start"]), fmt_load(loads["end"]), settled_text(loads.get("settled")),
-            others_text(record.get("others_during_run")), quiet_text(loads)),
+            fmt_load(loads["start"]),
+            " (after %.0f s of waiting for it to settle)" % loads["waited_before_s"]
+            if loads.get("waited_before_s") else "",
+            fmt_load(loads["end"]), settled_text(loads.get("settled")),
+            others_text(record.get("others_during_run")), quiet_text(loads, record.get("others_during_run"))),
         "- %d interleaved samples per case, medians; every ratio is other_time / our_time "
         "(above 1: cextend is faster)." % record["repeats"],
         "- Clock: %s." % CLOCK_TEXT.get(record.get("clock", "wall"), record.get("clock")),

@@ -181,10 +181,15 @@ def test_the_table_says_what_others_used_and_the_settled_load():
     text = table.describe(record)
     assert "at end 1.10 / 0.60 / 0.30 (this run's own threads included), 0.45 / 0.50 / 0.30 35 s after it" in text
     assert "Other processes kept 0.04 cores busy on average during the run" in text
+    record["load_average"]["waited_before_s"] = 30.0
+    assert "at start 0.30 / 0.20 / 0.10 (after 30 s of waiting for it to settle), at end" in table.describe(record)
     assert "stole 0.2% of CPU time" in text
     assert ("A quiet run (1-minute load under 0.5 at its start and, once its own threads stopped, "
-            "at its end): yes.") in text
+            "at its end; other processes under half a core during it): yes.") in text
+    record["others_during_run"]["cores"] = 0.6               # busy during the run, idle after it
+    assert "during it): no." in table.describe(record)
+    record["others_during_run"]["cores"] = 0.04
     record["load_average"]["settled"]["load"][0] = 0.7
-    assert "at its end): no." in table.describe(record)
+    assert "during it): no." in table.describe(record)
     record["load_average"]["settled"] = None                 # an older record, or no --settle: no verdict
     assert "A quiet run" not in table.describe(record)

@@ -4,6 +4,9 @@ One C integer per storage, shared by a tensor and its views, as torch's Variable
 changes bump it, saved tensors compare against it.  It reads like the one-item list it replaced,
 and a bump allocates nothing (past 256 the list made a new int object at every bump).
 """
+import copy
+import gc
+import pickle
 import tracemalloc
 
 import numpy as np
@@ -41,6 +44,19 @@ def test_it_reads_and_writes_like_a_one_item_list():
     counter.bump()
     assert counter[0] == 2 ** 40 + 1
     assert _engine.VersionCounter(7)[0] == 7
+    for copied in (copy.copy(counter), copy.deepcopy(counter), pickle.loads(pickle.dumps(counter))):
+        assert type(copied) is _engine.VersionCounter and copied is not counter and copied[0] == counter[0]
+
+
+def test_it_refuses_to_count_past_the_top_of_its_range():
+    counter = _engine.VersionCounter(2 ** 63 - 1)
+    with pytest.raises(OverflowError, match="cannot count past"):
+        counter.bump()
+    assert counter[0] == 2 ** 63 - 1                     # not wrapped to a negative count
+    t = cx.zeros(2)
+    t._version_counter[0] = 2 ** 63 - 1
+    with pytest.raises(OverflowError):
+        t.add_(1)
 
 
 @pytest.mark.parametrize("bad, error, words", [
@@ -64,10 +80,12 @@ def test_bad_values_are_refused_with_a_clear_error(bad, error, words):
 def _blocks_left_by(fn, files):
     """Blocks allocated by fn() in the given source files and still alive after it."""
     fn()
+    gc.collect()                # a cycle freed late would count as left behind
     tracemalloc.start(1)
     try:
         before = tracemalloc.take_snapshot()
         fn()
+        gc.collect()
         after = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
@@ -140,7 +158,7 @@ def test_versions_follow_torchs_through_views_detach_and_setitem():
         x.data.add_(1)                                   # .data: a counter of its own
         seen.append(x._version)
         y = x.view(2, 2)
-        y.t_()                                           # metadata only: torch leaves the version
+        y.t_()                                           # an in-place view op
         seen.append(x._version)
         return seen
     assert program(cx) == program(torch)

@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 
 #include "version.h"
 
@@ -79,6 +80,17 @@ static int version_set_item(PyObject *self, Py_ssize_t index, PyObject *value)
     return 0;
 }
 
+/* value + 1, refused at the top of the range rather than wrapping to a negative count. */
+static int version_increment(VersionCounter *counter)
+{
+    if (counter->value == LLONG_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a VersionCounter cannot count past 2**63 - 1");
+        return -1;
+    }
+    counter->value += 1;
+    return 0;
+}
+
 int cx_version_bump(PyObject *counter)
 {
     if (!PyObject_TypeCheck(counter, &cx_version_counter_type)) {
@@ -86,8 +98,7 @@ int cx_version_bump(PyObject *counter)
                      Py_TYPE(counter)->tp_name);
         return -1;
     }
-    ((VersionCounter *)counter)->value += 1;
-    return 0;
+    return version_increment((VersionCounter *)counter);
 }
 
 PyObject *cx_version_counter_new(void)
@@ -101,8 +112,16 @@ PyObject *cx_version_counter_new(void)
 static PyObject *version_bump(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    ((VersionCounter *)self)->value += 1;
+    if (version_increment((VersionCounter *)self) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* copy and pickle rebuild it from its value, as they did the list. */
+static PyObject *version_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return Py_BuildValue("(O(L))", (PyObject *)Py_TYPE(self), ((VersionCounter *)self)->value);
 }
 
 static PyObject *version_repr(PyObject *self)
@@ -118,6 +137,7 @@ static PySequenceMethods version_sequence = {
 
 static PyMethodDef version_methods[] = {
     {"bump", version_bump, METH_NOARGS, "bump()\n\nAdd one: an in-place change of the tensors sharing this counter."},
+    {"__reduce__", version_reduce, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
