@@ -5,8 +5,9 @@ Out-of-line API mode: cffi compiles a real C extension that includes
 ``cffi_modules`` here; ``python ffi_build.py`` builds the module in place
 (next to ``cextend/__init__.py``) for development.
 
-Beside it, ``cextend._engine`` (``src/python/engine.c``, and ``version.c``:
-tensors' version counters): the backward
+Beside it, ``cextend._engine`` (``src/python/engine.c``; ``version.c``,
+tensors' version counters; ``quick_linear.c``, the Linear kernels' common
+case called on arrays' buffers): the backward
 engine's loop, a plain CPython extension because it holds Python objects,
 which cffi's C side cannot.  setup.py lists it from :func:`engine_extension`;
 ``python ffi_build.py`` builds it in place too.
@@ -104,7 +105,7 @@ def make_ffibuilder(root=""):
 
 ffibuilder = make_ffibuilder()
 
-ENGINE_SOURCES = [os.path.join("src", "python", name) for name in ("engine.c", "version.c")]
+ENGINE_SOURCES = [os.path.join("src", "python", name) for name in ("engine.c", "version.c", "quick_linear.c")]
 
 
 def engine_extension():

@@ -22,6 +22,8 @@ except ImportError as _error:
         "Build it there with `make build` (or `pip install -e .`); or, to use an installed cextend, run "
         "Python from another folder, where this source tree does not shadow it. (%s)" % (_here, _error)) from None
 
+from cextend import _engine  # noqa: E402  (built with _C: its error above says how)
+
 _POINTER_TYPE = {
     np.dtype(np.float32): "float *",
     np.dtype(np.float64): "double *",
@@ -136,6 +138,20 @@ _QUICK_BACKWARD = {_F32: (lib.cextend_linear_backward_f32, ffi.typeof("float *")
                    _F64: (lib.cextend_linear_backward_f64, ffi.typeof("double *"))}
 
 
+def _address(name):
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+
+
+# The Linear kernels' common case, called from C on the arrays' buffers (src/python/quick_linear.c):
+# a (1, 8) layer's forward in about 0.6 us instead of 2.  It answers None for anything else, and
+# the quick paths below run.
+_engine.configure_linear(_NDARRAY, _EMPTY, _F32, _F64, _capture,
+                         *(_address("cextend_linear_%s_%s" % (op, sfx))
+                           for op in ("forward_contiguous", "backward") for sfx in ("f32", "f64")))
+_quick_forward_in_c = _engine.linear_forward
+_quick_backward_in_c = _engine.linear_backward
+
+
 # The quick paths serve the common case (2-D C-contiguous operands of one
 # native float dtype) in about a microsecond, most of it ffi.from_buffer.
 # They check only what they rely on and hand everything else to the fully
@@ -154,6 +170,10 @@ def with_quick_forward(checked):
     quick = _QUICK_FORWARD
 
     def linear_forward(x, w, b=None, *, out=None):
+        if out is None:
+            y = _quick_forward_in_c(x, w, b)
+            if y is not None:
+                return y
         if out is None and type(x) is _NDARRAY and type(w) is _NDARRAY:
             dtype = x.dtype
             entry = quick.get(dtype)
@@ -188,6 +208,9 @@ def with_quick_forward(checked):
 def linear_backward_quick(dy, x, w, want_dx, want_dw, want_db):
     """(dx, dw, db) for 2-D C-contiguous dy (n, m), x (n, k), w (m, k) of
     one float dtype; None for anything else."""
+    answer = _quick_backward_in_c(dy, x, w, want_dx, want_dw, want_db)
+    if answer is not None:
+        return answer
     if type(x) is not _NDARRAY or type(w) is not _NDARRAY or type(dy) is not _NDARRAY:
         return None
     dtype = x.dtype

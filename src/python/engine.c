@@ -31,7 +31,7 @@
 #include <Python.h>
 #include <structmember.h>    /* T_OBJECT_EX: Tensor's slots, which wrap() sets */
 
-#include "version.h"
+#include "engine.h"
 
 /* engine.py's helpers and types, set by configure_backward(). */
 static PyObject *accumulate_grad_type;  /* AccumulateGrad */
@@ -1014,14 +1014,19 @@ static PyObject *configure_wrap(PyObject *self, PyObject *args)
 
 static PyObject *new_tensor(PyObject *array);
 
-static int capturing(void)
+int cx_capturing(PyObject *capture_module)
 {
-    PyObject *active = PyObject_GetAttr(wrap_capture_module, s_active);
+    PyObject *active = PyObject_GetAttr(capture_module, s_active);
     if (!active)
         return -1;
     const int on = active != Py_None;
     Py_DECREF(active);
     return on;
+}
+
+static int capturing(void)
+{
+    return cx_capturing(wrap_capture_module);
 }
 
 PyDoc_STRVAR(wrap_doc,
@@ -1682,6 +1687,11 @@ static PyMethodDef methods[] = {
     {"builtin_apply", (PyCFunction)(void (*)(void))builtin_apply, METH_FASTCALL, builtin_apply_doc},
     {"configure_binary", configure_binary, METH_VARARGS, configure_binary_doc},
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL, binary_doc},
+    {"configure_linear", cx_configure_linear, METH_VARARGS, cx_configure_linear_doc},
+    {"linear_forward", (PyCFunction)(void (*)(void))cx_quick_linear_forward, METH_FASTCALL,
+     cx_quick_linear_forward_doc},
+    {"linear_backward", (PyCFunction)(void (*)(void))cx_quick_linear_backward, METH_FASTCALL,
+     cx_quick_linear_backward_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,7 @@
 #include <Python.h>
 #include <limits.h>
 
-#include "version.h"
+#include "engine.h"
 
 typedef struct {
     PyObject_HEAD
