@@ -8,15 +8,14 @@
  * cextend.h, their addresses handed over once by _backend (the one module that talks to cffi),
  * are called on the arrays' buffers directly, with the GIL released as cffi releases it.
  *
- * Plain operands only: numpy arrays (not subclasses), C-contiguous, native float32 or float64
- * (buffer format "f" or "d"), all of one dtype, x (n, k), w (m, k), b (m,) or None, outside a
+ * Plain operands only: numpy arrays (not subclasses), C-contiguous, of numpy's own float32 or
+ * float64 dtype object, all of one dtype, x (n, k), w (m, k), b (m,) or None, outside a
  * captured step.  Anything else -- and a kernel's refusal (a misaligned view) -- returns None,
  * and _backend's Python path runs as before: it copies, raises or records, so this file holds
  * no semantics of its own.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <string.h>
 
 #include "../cextend.h"
 #include "engine.h"
@@ -30,6 +29,7 @@ static PyTypeObject *ndarray_type;      /* numpy.ndarray */
 static PyObject *empty;                 /* numpy.empty */
 static PyObject *dtype_f32, *dtype_f64; /* np.dtype(np.float32), np.dtype(np.float64) */
 static PyObject *capture_module;        /* cextend._capture */
+static PyObject *s_dtype;               /* "dtype" */
 static forward_f32_fn *forward_f32;
 static forward_f64_fn *forward_f64;
 static backward_f32_fn *backward_f32;
@@ -49,6 +49,8 @@ PyObject *cx_configure_linear(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!OOOOO!O!O!O!:configure_linear", &PyType_Type, &array_type, &empty_fn, &f32,
                           &f64, &capture, &PyLong_Type, &addresses[0], &PyLong_Type, &addresses[1], &PyLong_Type,
                           &addresses[2], &PyLong_Type, &addresses[3]))
+        return NULL;
+    if (!s_dtype && !(s_dtype = PyUnicode_InternFromString("dtype")))
         return NULL;
     void *pointers[4];
     for (int i = 0; i < 4; ++i) {
@@ -70,34 +72,44 @@ PyObject *cx_configure_linear(PyObject *self, PyObject *args)
 }
 
 /* An operand's buffer when it is a plain array of `ndim` dimensions, C-contiguous, native float32
- * or float64: 1 (view held: release it), 0 (not plain: nothing held, no error), -1 (error). */
-static int plain_array(PyObject *obj, int ndim, int writable, Py_buffer *view)
+ * or float64: 1 (view held: release it; *kind is 'f' or 'd'), 0 (not plain: nothing held, no
+ * error), -1 (error).  kind NULL: an array made here, of a known dtype.  The dtype is compared by
+ * identity, as the cffi path's quick check does (an equal but distinct dtype object, a
+ * non-native byte order say, is declined); asking the buffer for its format instead would have
+ * numpy build a format string for every array, and keep it as long as the array lives. */
+static int plain_array(PyObject *obj, int ndim, int writable, char *kind, Py_buffer *view)
 {
     if (Py_TYPE(obj) != ndarray_type)
         return 0;
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+    if (kind) {
+        PyObject *dtype = PyObject_GetAttr(obj, s_dtype);
+        if (!dtype)
+            return -1;
+        *kind = dtype == dtype_f32 ? 'f' : dtype == dtype_f64 ? 'd' : 0;
+        Py_DECREF(dtype);
+        if (!*kind)
+            return 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError))
             return -1;
-        PyErr_Clear();          /* strided, read-only where writing: the Python path's case */
+        PyErr_Clear();          /* strided, or read-only where writing: the Python path's case */
         return 0;
     }
-    const char *format = view->format;
-    const int is_float = format && ((!strcmp(format, "f") && view->itemsize == 4) ||
-                                    (!strcmp(format, "d") && view->itemsize == 8));
-    if (!is_float || view->ndim != ndim) {
+    if (view->ndim != ndim) {
         PyBuffer_Release(view);
         return 0;
     }
     return 1;
 }
 
-/* np.empty(shape, dtype) for the kind of float `format` names ("f" or "d"). */
-static PyObject *new_array(int ndim, Py_ssize_t rows, Py_ssize_t cols, char format)
+/* np.empty(shape, dtype) for a kind of float ('f': float32, 'd': float64). */
+static PyObject *new_array(int ndim, Py_ssize_t rows, Py_ssize_t cols, char kind)
 {
     PyObject *shape = ndim == 1 ? Py_BuildValue("(n)", rows) : Py_BuildValue("(nn)", rows, cols);
     if (!shape)
         return NULL;
-    PyObject *call[2] = {shape, format == 'f' ? dtype_f32 : dtype_f64};
+    PyObject *call[2] = {shape, kind == 'f' ? dtype_f32 : dtype_f64};
     PyObject *array = PyObject_Vectorcall(empty, call, 2, NULL);
     Py_DECREF(shape);
     return array;
@@ -116,10 +128,10 @@ static void release_all(Held *held)
 }
 
 /* plain_array into the next free view; 1, 0 or -1 as plain_array. */
-static int hold(Held *held, PyObject *obj, int ndim, int writable, Py_buffer **view)
+static int hold(Held *held, PyObject *obj, int ndim, int writable, char *kind, Py_buffer **view)
 {
     Py_buffer *slot = &held->views[held->held];
-    const int st = plain_array(obj, ndim, writable, slot);
+    const int st = plain_array(obj, ndim, writable, kind, slot);
     if (st == 1) {
         held->held += 1;
         *view = slot;
@@ -152,18 +164,18 @@ PyObject *cx_quick_linear_forward(PyObject *self, PyObject *const *args, Py_ssiz
     int st = cx_capturing(capture_module);
     if (st != 0)
         goto done;              /* recording a step (the Python path notes the call), or an error */
-    if ((st = hold(&held, x, 2, 0, &xv)) != 1 || (st = hold(&held, w, 2, 0, &wv)) != 1)
+    char kind = 0, w_kind = 0, b_kind = 0;
+    if ((st = hold(&held, x, 2, 0, &kind, &xv)) != 1 || (st = hold(&held, w, 2, 0, &w_kind, &wv)) != 1)
         goto done;
-    const char kind = xv->format[0];
     const Py_ssize_t n = xv->shape[0], k = xv->shape[1], m = wv->shape[0];
-    if (wv->format[0] != kind || wv->shape[1] != k) {
+    if (w_kind != kind || wv->shape[1] != k) {
         st = 0;
         goto done;
     }
     if (b != Py_None) {
-        if ((st = hold(&held, b, 1, 0, &bv)) != 1)
+        if ((st = hold(&held, b, 1, 0, &b_kind, &bv)) != 1)
             goto done;
-        if (bv->format[0] != kind || bv->shape[0] != m) {
+        if (b_kind != kind || bv->shape[0] != m) {
             st = 0;
             goto done;
         }
@@ -172,7 +184,7 @@ PyObject *cx_quick_linear_forward(PyObject *self, PyObject *const *args, Py_ssiz
         st = -1;
         goto done;
     }
-    if ((st = hold(&held, y, 2, 1, &yv)) != 1)
+    if ((st = hold(&held, y, 2, 1, NULL, &yv)) != 1)
         goto done;
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -220,12 +232,12 @@ PyObject *cx_quick_linear_backward(PyObject *self, PyObject *const *args, Py_ssi
     int st = cx_capturing(capture_module);
     if (st != 0)
         goto done;
-    if ((st = hold(&held, args[0], 2, 0, &dyv)) != 1 || (st = hold(&held, args[1], 2, 0, &xv)) != 1 ||
-        (st = hold(&held, args[2], 2, 0, &wv)) != 1)
+    char kind = 0, dy_kind = 0, w_kind = 0;
+    if ((st = hold(&held, args[0], 2, 0, &dy_kind, &dyv)) != 1 ||
+        (st = hold(&held, args[1], 2, 0, &kind, &xv)) != 1 || (st = hold(&held, args[2], 2, 0, &w_kind, &wv)) != 1)
         goto done;
-    const char kind = xv->format[0];
     const Py_ssize_t n = xv->shape[0], k = xv->shape[1], m = wv->shape[0];
-    if (dyv->format[0] != kind || wv->format[0] != kind || wv->shape[1] != k || dyv->shape[0] != n ||
+    if (dy_kind != kind || w_kind != kind || wv->shape[1] != k || dyv->shape[0] != n ||
         dyv->shape[1] != m) {
         st = 0;
         goto done;
@@ -238,7 +250,7 @@ PyObject *cx_quick_linear_backward(PyObject *self, PyObject *const *args, Py_ssi
             st = -1;
             goto done;
         }
-        if ((st = hold(&held, out[i], i == 2 ? 1 : 2, 1, &outv[i])) != 1)
+        if ((st = hold(&held, out[i], i == 2 ? 1 : 2, 1, NULL, &outv[i])) != 1)
             goto done;
     }
     void *dx = outv[0] ? outv[0]->buf : NULL, *dw = outv[1] ? outv[1]->buf : NULL,
