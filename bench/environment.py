@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import sys
+import time
 
 HANDICAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 # Set in the re-executed process: which variables were removed, and their values.
@@ -117,8 +118,6 @@ def settle(limit_seconds, below=0.5, poll=5.0):
     """Wait, up to limit_seconds, for the 1-minute load to fall below `below` once this run's own
     work has stopped: the load at a run's end still counts its own threads, which take about 40 s
     of idling to fall from 1 to 0.5.  Returns (load averages, seconds waited)."""
-    import time
-
     waited = 0.0
     load = load_average()
     while load and load[0] >= below and waited < limit_seconds:
