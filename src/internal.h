@@ -101,7 +101,8 @@ enum {
     CX_B_BLOCK_IN_L3 = 0,           /* the plan's nc on every CPU */
     CX_B_BLOCK_L2_ON_INTEL = 1,     /* at most L2's size on Intel CPUs */
     CX_B_BLOCK_TWICE_L2_ON_AMD = 2, /* at most twice L2's size on AMD CPUs */
-    CX_B_BLOCK_RULES = 3
+    CX_B_BLOCK_SIX_L2_ON_AMD = 3,   /* at most six times L2's size on AMD CPUs */
+    CX_B_BLOCK_RULES = 4
 };
 /* The largest packed block of B a rule allows on this CPU, in bytes, or
  * 0: no limit. */

@@ -252,6 +252,15 @@ TARGET static void ukernel_rows_avx2_f64(int64_t rows, int64_t kc, const REAL *a
 
 /* kc: a 256 x 16 float B micro-panel is 16 KiB of the 48 KiB L1;
  * mc: a 144 x 256 block of A is 144 KiB (float) of the 1 MiB L2;
+ * float32 then went to kc = 384 (OpenBLAS's Haswell depth), mc = 96 (a
+ * 144 KiB block of A): C's tile is reloaded once per 384 steps instead of
+ * 256.  On a Zen 3 (32 KiB L1, 512 KiB L2) that took the forward pass at
+ * 1024 x 4096 x 4096 from 90.9-91.2 to 92.4-92.8 GFLOP/s (numpy's 94-95)
+ * in two in-process A/B runs; 64 x 512 x 512 to 256 x 2048 x 2048 and the
+ * backward pass moved by under 1%, either way.  Splitting K into equal
+ * blocks (376 x 10 + 336) was no better.  The AVX-512 plans keep kc = 256,
+ * so above 256 the two ISAs round differently (within the same bound);
+ * thread counts still give the same bits, as k is never split.
  * nc: a 256 x 4096 float block of B is 4 MiB of L3 (was 4080, which split
  * N = 4096 into 4080 + a 16-column sliver that repacked all of A).
  * Packing W^T panel by panel took float32 from 0.95 to 1.05 of OpenBLAS's
@@ -259,9 +268,10 @@ TARGET static void ukernel_rows_avx2_f64(int64_t rows, int64_t kc, const REAL *a
  * 0.92 (its 8-column panels): float32 only.  Capping B at the Xeon's L2
  * cost 3-8% at 1024 x 4096 x 4096: the AVX2 kernels, at half the
  * AVX-512 rate, are not starved by its L3.  On an AMD Zen 3 (512 KiB L2)
- * a 1 MiB block (twice L2) was 3-6% faster there (cpu_cache.c). */
-const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 256, 144, 4096, ukernel_avx2_f32, pack_b_cols_avx2_f32, pack_a_rows_avx2_f32,
-                                     tiny_avx2_f32, ukernel_rows_avx2_f32, ukernel_narrow_avx2_f32, 1, CX_B_BLOCK_TWICE_L2_ON_AMD, NULL, 0};
+ * a 1 MiB block (twice L2) was 3-6% faster there (cpu_cache.c); with
+ * float32's kc = 384, a 3 MiB block (six times L2) is (cpu_cache.c). */
+const cx_plan_f32 cx_plan_avx2_f32 = {MR, NV * 8, 384, 96, 4096, ukernel_avx2_f32, pack_b_cols_avx2_f32, pack_a_rows_avx2_f32,
+                                     tiny_avx2_f32, ukernel_rows_avx2_f32, ukernel_narrow_avx2_f32, 1, CX_B_BLOCK_SIX_L2_ON_AMD, NULL, 0};
 const cx_plan_f64 cx_plan_avx2_f64 = {MR, NV * 4, 256, 96, 2048, ukernel_avx2_f64, pack_b_cols_avx2_f64, pack_a_rows_avx2_f64,
                                      tiny_avx2_f64, ukernel_rows_avx2_f64, ukernel_narrow_avx2_f64, 0, CX_B_BLOCK_TWICE_L2_ON_AMD, NULL, 0};
 
