@@ -21,9 +21,10 @@
  *   AVX-512 kernels were tuned without a cap on a Zen 4 and keep none.
  *   The AVX2 float32 plan later went to kc = 384 (avx2.c), which made the
  *   same 1 MiB only 592 columns wide, so A was packed 7 times at N = 4096:
- *   six times L2 (3 MiB, 2048 columns) then ran 1024 x 4096 x 4096 1-2%
- *   faster forward and 2-4% backward than twice L2, and 6 MiB (no cap)
- *   was no better than twice L2 forward (two in-process A/B runs).
+ *   six times L2 (3 MiB, 2048 columns) then ran 1024 x 4096 x 4096
+ *   0.5-1.6% faster forward and 2-4% backward than twice L2, and 6 MiB
+ *   (no cap) was no better than twice L2 forward (three in-process A/B
+ *   runs, 7 samples each).
  *
  * nc only splits the columns into blocks: no element's arithmetic
  * changes, so results are the same bits whatever the cap.
