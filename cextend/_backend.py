@@ -10,6 +10,7 @@ cffi's API mode releases the GIL around each kernel call.
 import numpy as np
 
 from cextend import _capture
+from cextend._threads_at_fork import wait_until_exited
 from cextend._errors import ArgumentError, ArgumentTypeError, OutOfMemoryError
 
 try:
@@ -700,6 +701,8 @@ def _check_threads_can_start(n):
         release.set()
         for thread in started:
             thread.join()
+        # Joined is not gone: a fork made while they free their state can inherit a held allocator lock.
+        wait_until_exited([thread.native_id for thread in started])
     _threads_started[0] = wanted
 
 

@@ -17,6 +17,10 @@ kernels' OpenMP as well as cextend's) for one thread; checks that need
 several threads run in the caller (opcheck's test_determinism).  A child
 that runs past the time limit (a kernel in an endless loop) is killed and
 reported as such.
+
+Before forking, run_in_child waits (at most 2 s) until no other thread is
+running: one caught inside an allocator that has no fork handler leaves
+the child waiting forever on its lock (see cextend._threads_at_fork).
 """
 import ctypes
 import os
@@ -27,6 +31,8 @@ import sys
 import tempfile
 import time
 import warnings
+
+from cextend._threads_at_fork import wait_until_others_idle
 
 TIME_LIMIT = float(os.environ.get("CEXTEND_OPCHECK_TIME_LIMIT", "900"))      # seconds for one child
 
@@ -67,6 +73,7 @@ def run_in_child(function, time_limit=None):
         read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        wait_until_others_idle()
         with warnings.catch_warnings():
             # Python 3.12+ warns about fork() with other threads alive (pytest-xdist's, say);
             # the child only runs the op on this thread.
