@@ -25,14 +25,19 @@ _TASKS = "/proc/self/task"
 
 
 def _running(task):
-    """Whether the thread `task` (a /proc/self/task entry) is on a CPU or waiting for one."""
+    """Whether the thread `task` (a /proc/self/task entry) is running, preempted, or in the kernel mid-step.
+
+    R: on a CPU or waiting for one; D: inside the kernel without sleeping
+    interruptibly (a page fault, say), between two of its own instructions.
+    S, an interruptible wait, is where idle threads are.
+    """
     try:
         with open("%s/%s/stat" % (_TASKS, task), "rb") as stat:
             fields = stat.read()
     except OSError:
         return False        # exited meanwhile
     # "pid (comm) state ...": comm may hold spaces and parentheses, so the state follows the last ")".
-    return fields[fields.rindex(b")") + 2:][:1] == b"R"
+    return fields[fields.rindex(b")") + 2:][:1] in (b"R", b"D")
 
 
 def wait_until_exited(native_ids, limit=1.0):
