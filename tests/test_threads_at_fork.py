@@ -44,6 +44,12 @@ class Busy(threading.Thread):
         hashlib.pbkdf2_hmac("sha256", b"key", b"salt", self.iterations)
         self.ended = time.monotonic()
 
+    def start_computing(self):
+        self.start()
+        self.started.wait()
+        # Leave it the GIL to get into the call: a thread waiting for the GIL is rightly idle.
+        time.sleep(0.05)
+
 
 def _task_exists(native_id):
     return os.path.exists("/proc/self/task/%d" % native_id)
@@ -67,8 +73,7 @@ def test_idle_threads_are_not_waited_for():
 
 def test_a_running_thread_is_waited_for():
     busy = Busy(0.4)
-    busy.start()
-    busy.started.wait()
+    busy.start_computing()
     wait_until_others_idle(limit=30.0)
     returned = time.monotonic()
     busy.join()
@@ -78,8 +83,7 @@ def test_a_running_thread_is_waited_for():
 
 def test_a_thread_that_keeps_running_is_waited_for_at_most_the_limit():
     busy = Busy(1.5)
-    busy.start()
-    busy.started.wait()
+    busy.start_computing()
     start = time.monotonic()
     wait_until_others_idle(limit=0.2)
     waited = time.monotonic() - start
@@ -148,8 +152,7 @@ def test_set_num_threads_returns_after_its_probe_threads_have_left(monkeypatch):
 @pytest.mark.skipif(not _isolate.fork_available(), reason="no fork on this platform")
 def test_run_in_child_forks_only_after_a_running_thread_stops():
     busy = Busy(0.4)
-    busy.start()
-    busy.started.wait()
+    busy.start_computing()
     forked_at = _isolate.run_in_child(time.monotonic)      # CLOCK_MONOTONIC: one clock for parent and child
     busy.join()
     assert forked_at >= busy.began + 0.5 * (busy.ended - busy.began)
